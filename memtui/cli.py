@@ -1,0 +1,52 @@
+"""The one entry point: `memtui [dashboard flags]` or `memtui SUBCOMMAND ...`.
+
+argparse rather than click/typer: it costs nothing to import, which keeps
+`memtui estimate --json` near its floor (DESIGN.md section 6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from memtui import __version__
+from memtui.commands import estimate, models
+from memtui.errors import UsageError
+
+SUBCOMMANDS = (estimate, models)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (what is wrong, what is allowed), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole CLI, built once; subcommands register themselves."""
+    parser = OneLineParser(
+        prog="memtui",
+        description="Plan the GPU memory of a fine-tune and watch it live.",
+    )
+    parser.add_argument("--version", action="version", version=f"memtui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for module in SUBCOMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` and run the chosen subcommand; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args))
+    except UsageError as err:
+        print(f"memtui {args.command}: error: {err}", file=sys.stderr)
+        return 2
