@@ -1,0 +1,289 @@
+"""A decoder-only transformer described by its real modules, so counts are exact.
+
+Parameter counts, LoRA adapter sizes, 8-bit optimizer small-tensor rules, Adafactor's factored
+state and the FSDP unit size all need the real tensor shapes, not a formula in P: this module
+enumerates them once from the architecture numbers that a Hugging Face config.json carries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Roles of linear layers, mapped to each family's module names (PEFT matches these names).
+LLAMA_NAMES: dict[str, str] = {
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "qkv": "qkv_proj",
+    "o": "o_proj",
+    "gate": "gate_proj",
+    "up": "up_proj",
+    "gate_up": "gate_up_proj",
+    "down": "down_proj",
+    "fc_in": "fc1",
+    "fc_out": "fc2",
+    "router": "gate",
+    "expert_gate": "gate_proj",
+    "expert_up": "up_proj",
+    "expert_down": "down_proj",
+    "shared_gate": "shared_expert_gate",
+    "embed_in": "project_in",
+    "embed_out": "project_out",
+}
+ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o"})
+TensorGroup = Literal["attention", "mlp", "expert", "router", "norm", "embedding", "head"]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor of the model, `count` times (per layer x layers x experts)."""
+
+    name: str
+    shape: tuple[int, ...]
+    count: int
+    group: TensorGroup
+    in_layer: bool
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class LinearLayer:
+    """A linear module (PEFT's unit of adaptation): d_in -> d_out, `count` of them in the model."""
+
+    role: str
+    name: str
+    d_in: int
+    d_out: int
+    bias: bool
+    count: int
+    group: TensorGroup
+
+
+class Architecture(BaseModel):
+    """The numbers of a decoder-only transformer that decide its parameters and activations."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_type: str = "llama"
+    """The Hugging Face `model_type` it was read from (or 'assumed' for a bare count)."""
+    hidden_size: int = Field(gt=0)
+    """h: width of the residual stream."""
+    num_layers: int = Field(gt=0)
+    """L: decoder layers."""
+    num_heads: int = Field(gt=0)
+    """a: query heads."""
+    num_kv_heads: int = Field(0, ge=0)
+    """Key/value heads (GQA/MQA); 0 means as many as query heads."""
+    head_dim: int = Field(0, ge=0)
+    """Per-head width; 0 means hidden_size / num_heads."""
+    intermediate_size: int = Field(gt=0)
+    """f: MLP width of the dense layers."""
+    vocab_size: int = Field(gt=0)
+    """V: embedding rows (padded, as in the checkpoint)."""
+    tie_embeddings: bool = False
+    """lm_head shares the input embedding matrix."""
+    mlp_kind: Literal["gated", "plain"] = "gated"
+    """gated: SwiGLU/GeGLU (gate, up, down); plain: fc_in, activation, fc_out."""
+    attention_bias: bool = False
+    """Bias on the q, k, v projections."""
+    attention_out_bias: bool = False
+    """Bias on the attention output projection."""
+    mlp_bias: bool = False
+    """Bias on the MLP projections."""
+    norm_kind: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    """RMSNorm (weight only) or LayerNorm (weight and bias)."""
+    norms_per_layer: int = Field(2, ge=0)
+    """Norm modules per decoder layer (Gemma 2 has 4, Falcon-7B 1)."""
+    final_norm: bool = True
+    """A norm after the last layer."""
+    fused_qkv: bool = False
+    """q, k, v in one linear module (GPT-2, Falcon, GPT-NeoX, Phi-3)."""
+    fused_gate_up: bool = False
+    """gate and up in one linear module (Phi-3)."""
+    position_embeddings: int = Field(0, ge=0)
+    """Rows of a learned absolute position table (GPT-2, OPT); 0 for rotary."""
+    embed_proj_dim: int = Field(0, ge=0)
+    """OPT's word_embed_proj_dim when it differs from hidden_size (project_in/out); else 0."""
+    num_experts: int = Field(0, ge=0)
+    """MoE experts per MoE layer; 0 for a dense model."""
+    experts_per_token: int = Field(0, ge=0)
+    """Experts each token is routed to (top-k)."""
+    moe_intermediate_size: int = Field(0, ge=0)
+    """Width of one expert's MLP; 0 means intermediate_size."""
+    moe_layers: int = Field(-1, ge=-1)
+    """How many layers are MoE; -1 means all of them when num_experts > 0."""
+    shared_expert_intermediate_size: int = Field(0, ge=0)
+    """Qwen2-MoE's always-on shared expert (with its sigmoid gate); 0 for none."""
+    names: dict[str, str] = Field(default_factory=lambda: dict(LLAMA_NAMES))
+    """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
+    assumed: bool = False
+    """True when the shape was inferred from a bare parameter count, not read from a config."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Architecture:
+        if self.kv_heads and self.num_heads % self.kv_heads:
+            raise ValueError(
+                f"num_heads ({self.num_heads}) must be a multiple of "
+                f"num_kv_heads ({self.kv_heads})"
+            )
+        if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
+            raise ValueError("experts_per_token must be between 1 and num_experts")
+        return self
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def dim_head(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def q_width(self) -> int:
+        return self.num_heads * self.dim_head
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.dim_head
+
+    @property
+    def moe_layer_count(self) -> int:
+        if not self.num_experts:
+            return 0
+        return self.num_layers if self.moe_layers < 0 else self.moe_layers
+
+    @property
+    def expert_width(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @classmethod
+    def assumed_from_parameters(cls, parameters: int, vocab_size: int = 32000) -> Architecture:
+        """A plausible shape for a bare parameter count, for activations and shard units only.
+
+        Kaplan et al. 2020 (and GPT-3's table): P ~= 12 L h^2 with h / L ~= 128, so
+        L = (P / (12 * 128^2))^(1/3); heads of width 128; GPT-style 4h MLP.
+        """
+        layers = max(1, round((parameters / (12 * 128**2)) ** (1 / 3)))
+        hidden = max(128, round(math.sqrt(parameters / (12 * layers)) / 128) * 128)
+        return cls(
+            model_type="assumed",
+            hidden_size=hidden,
+            num_layers=layers,
+            num_heads=hidden // 128,
+            intermediate_size=4 * hidden,
+            vocab_size=vocab_size,
+            mlp_kind="plain",
+            assumed=True,
+        )
+
+    # --- the modules -------------------------------------------------------------------------
+
+    def _linear(self, role: str, d_in: int, d_out: int, bias: bool, count: int, group: TensorGroup):
+        return LinearLayer(role, self.names.get(role, role), d_in, d_out, bias, count, group)
+
+    def _mlp(self, prefix: str, width: int, count: int, group: TensorGroup) -> list[LinearLayer]:
+        h, bias = self.hidden_size, self.mlp_bias
+        if self.mlp_kind == "plain":
+            return [
+                self._linear("fc_in", h, width, bias, count, group),
+                self._linear("fc_out", width, h, bias, count, group),
+            ]
+        if self.fused_gate_up:
+            ups = [self._linear(f"{prefix}gate_up", h, 2 * width, bias, count, group)]
+        else:
+            ups = [
+                self._linear(f"{prefix}gate", h, width, bias, count, group),
+                self._linear(f"{prefix}up", h, width, bias, count, group),
+            ]
+        return [*ups, self._linear(f"{prefix}down", width, h, bias, count, group)]
+
+    @cached_property
+    def linear_layers(self) -> tuple[LinearLayer, ...]:
+        """Every linear module of the model, excluding the lm_head and embeddings."""
+        h, n = self.hidden_size, self.num_layers
+        qb, ob = self.attention_bias, self.attention_out_bias
+        if self.fused_qkv:
+            attn = [self._linear("qkv", h, self.q_width + 2 * self.kv_width, qb, n, "attention")]
+        else:
+            attn = [
+                self._linear("q", h, self.q_width, qb, n, "attention"),
+                self._linear("k", h, self.kv_width, qb, n, "attention"),
+                self._linear("v", h, self.kv_width, qb, n, "attention"),
+            ]
+        layers = [*attn, self._linear("o", self.q_width, h, ob, n, "attention")]
+        moe, dense = self.moe_layer_count, n - self.moe_layer_count
+        if dense:
+            layers += self._mlp("", self.intermediate_size, dense, "mlp")
+        if moe:
+            layers.append(self._linear("router", h, self.num_experts, False, moe, "router"))
+            layers += self._mlp("expert_", self.expert_width, moe * self.num_experts, "expert")
+            if self.shared_expert_intermediate_size:
+                layers += self._mlp("", self.shared_expert_intermediate_size, moe, "mlp")
+                layers.append(self._linear("shared_gate", h, 1, False, moe, "router"))
+        if self.embed_proj_dim:
+            e = self.embed_proj_dim
+            layers += [
+                self._linear("embed_in", e, h, False, 1, "embedding"),
+                self._linear("embed_out", h, e, False, 1, "head"),
+            ]
+        return tuple(layers)
+
+    @cached_property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Every parameter tensor with its shape, as the checkpoint stores it."""
+        out: list[Tensor] = []
+        for lin in self.linear_layers:
+            in_layer = lin.group not in ("embedding", "head")
+            out.append(Tensor(f"{lin.name}.weight", (lin.d_out, lin.d_in), lin.count, lin.group,
+                              in_layer))
+            if lin.bias:
+                out.append(Tensor(f"{lin.name}.bias", (lin.d_out,), lin.count, lin.group, in_layer))
+        h = self.hidden_size
+        norm_tensors = 2 if self.norm_kind == "layernorm" else 1
+        if self.norms_per_layer:
+            out.append(Tensor("layer_norm", (h,), self.num_layers * self.norms_per_layer
+                              * norm_tensors, "norm", True))
+        if self.final_norm:
+            out.append(Tensor("final_norm", (h,), norm_tensors, "norm", False))
+        embed_width = self.embed_proj_dim or h
+        out.append(Tensor("embed_tokens", (self.vocab_size, embed_width), 1, "embedding", False))
+        if self.position_embeddings:
+            out.append(Tensor("embed_positions", (self.position_embeddings, h), 1, "embedding",
+                              False))
+        if not self.tie_embeddings:
+            out.append(Tensor("lm_head", (self.vocab_size, embed_width), 1, "head", False))
+        return tuple(out)
+
+    @cached_property
+    def parameter_count(self) -> int:
+        """Exact number of parameters (tied embeddings counted once, as PyTorch does)."""
+        return sum(t.numel * t.count for t in self.tensors)
+
+    @cached_property
+    def layer_parameters(self) -> int:
+        """Parameters of the largest decoder layer: the FSDP / ZeRO-3 unit when wrapping per block."""
+        in_layers = sum(t.numel * t.count for t in self.tensors if t.in_layer)
+        if not self.moe_layer_count or self.moe_layer_count == self.num_layers:
+            return in_layers // self.num_layers
+        # Mixed dense/MoE stacks: the MoE layer is the larger unit.
+        dense_mlp = sum(t.numel * t.count for t in self.tensors if t.group == "mlp")
+        return (in_layers - dense_mlp) // self.moe_layer_count
+
+    @cached_property
+    def outside_layer_parameters(self) -> int:
+        """Embeddings, positions, final norm and lm_head: FSDP's root unit."""
+        return sum(t.numel * t.count for t in self.tensors if not t.in_layer)
+
+    def active_parameters(self) -> int:
+        """Parameters a token passes through (MoE: only its top-k experts)."""
+        inactive_experts = self.num_experts - self.experts_per_token
+        expert = sum(t.numel for t in self.tensors if t.group == "expert")
+        return self.parameter_count - expert * inactive_experts * self.moe_layer_count

@@ -1,0 +1,67 @@
+"""Sizes and counts as people type them, and bytes as people read them.
+
+Inside memtui everything is an integer number of bytes; these helpers are the only place that
+turns text into bytes or bytes into text, so "GB" (10^9) and "GiB" (2^30) never get mixed up.
+"""
+
+from __future__ import annotations
+
+import re
+
+GB = 10**9
+GiB = 2**30
+MiB = 2**20
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
+
+
+def _number(text: str, mantissa: str, exponent: str | None) -> float:
+    value = float(mantissa) * (10 ** int(exponent) if exponent else 1)
+    if value < 0:
+        raise ValueError(f"{text!r} is negative")
+    return value
+
+
+def parse_size(text: str) -> int:
+    """'80GB' -> 80e9, '80GiB' -> 80*2^30, '81559MiB' -> bytes; a bare number is bytes."""
+    match = re.fullmatch(_NUMBER + r"\s*([kmgt]i?b|b)?", text.strip().lower())
+    if not match:
+        raise ValueError(f"{text!r} is not a size; use e.g. 80GB, 80GiB or 81559MiB")
+    mantissa, exponent, unit = match.groups()
+    return round(_number(text, mantissa, exponent) * _SIZE_UNITS[unit or ""])
+
+
+def parse_count(text: str) -> int:
+    """'13B' -> 13e9, '13e9' -> 13e9, '6.7b' -> 6.7e9, '125M' -> 125e6."""
+    match = re.fullmatch(_NUMBER + r"\s*([kmbt])?", text.strip().lower())
+    if not match:
+        raise ValueError(f"{text!r} is not a parameter count; use e.g. 13B, 13e9 or 125M")
+    mantissa, exponent, suffix = match.groups()
+    return round(_number(text, mantissa, exponent) * _COUNT_SUFFIXES[suffix or ""])
+
+
+def format_bytes(n: float, unit: str = "GB", digits: int = 1) -> str:
+    """Bytes as text with the unit said: format_bytes(52e9) -> '52.0 GB'."""
+    scale = _SIZE_UNITS[unit.lower()]
+    return f"{n / scale:,.{digits}f} {unit}"
+
+
+def format_count(n: int) -> str:
+    """Parameters as people say them: 6738415616 -> '6.74B'."""
+    for suffix, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return str(n)
