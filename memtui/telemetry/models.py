@@ -1,0 +1,152 @@
+"""Frozen snapshot records that every telemetry source returns (DESIGN.md section 2).
+
+A `NodeSnapshot` is one poll of one node: versions, the source's health, and one
+`DeviceSnapshot` per GPU (and per MIG device), each with its `ProcessSnapshot`s. Sizes are
+bytes (int); a value NVML cannot give is `None` (shown as "n/a"), never 0. The UI renders
+these records and never calls NVML itself. The same records are the JSONL trace format
+(one `NodeSnapshot.model_dump_json()` per line; see docs/telemetry.md).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Version of the JSONL trace format written by the recorder.
+TRACE_FORMAT = 1
+
+
+class SourceState(str, Enum):
+    """Health of a telemetry source; anything but OK comes with a one-line reason and remedy."""
+
+    OK = "ok"
+    NO_LIBRARY = "no_library"  # NVML_ERROR_LIBRARY_NOT_FOUND: no driver installed here
+    DRIVER_NOT_LOADED = "driver_not_loaded"  # NVML_ERROR_DRIVER_NOT_LOADED
+    VERSION_MISMATCH = "version_mismatch"  # NVML_ERROR_LIB_RM_VERSION_MISMATCH
+    NO_PERMISSION = "no_permission"  # NVML_ERROR_NO_PERMISSION
+    TIMEOUT = "timeout"  # the poll did not finish in time (nvmlInit hangs on some drivers)
+    ERROR = "error"  # any other source-level failure
+    ENDED = "ended"  # a replayed trace has no more lines
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ProcessSnapshot(_Frozen):
+    """One compute process on a device (`nvidia-smi --query-compute-apps=pid,used_memory`)."""
+
+    pid: int
+    """Host PID as NVML reports it (not the PID inside a container's namespace)."""
+    used_bytes: int | None = None
+    """GPU memory of this process; None when NVML says "not available" (e.g. MIG, WDDM)."""
+    name: str | None = None
+    """Process name from psutil; None when the PID is not visible here."""
+    user: str | None = None
+    """Owner's user name from psutil; None when not visible or not permitted."""
+    command: str | None = None
+    """Command line from psutil, joined with spaces; None when not visible or not permitted."""
+    gpu_instance_id: int | None = None
+    """MIG GPU instance id, None without MIG."""
+
+    @property
+    def visible(self) -> bool:
+        """Whether this PID could be looked up in our PID namespace."""
+        return self.name is not None
+
+
+class DeviceSnapshot(_Frozen):
+    """One GPU or one MIG device (`nvidia-smi --query-gpu=index,uuid,name,memory.*`)."""
+
+    index: int
+    """NVML index (PCI order, ignores CUDA_VISIBLE_DEVICES); for MIG, the parent's index."""
+    mig_index: int | None = None
+    """Index of this MIG device inside its parent; None for a whole GPU."""
+    parent_uuid: str | None = None
+    """UUID of the parent GPU for a MIG device; None for a whole GPU."""
+    mig_enabled: bool = False
+    """A whole GPU in MIG mode: its instances follow as their own rows."""
+    uuid: str | None = None
+    """GPU-... or MIG-... UUID: the stable way to match CUDA devices."""
+    name: str | None = None
+    """Product name, e.g. "NVIDIA H100 80GB HBM3"."""
+    memory_total: int | None = None
+    """Bytes (memory.total)."""
+    memory_used: int | None = None
+    """Bytes (memory.used); with memory info v2 this excludes `memory_reserved`."""
+    memory_free: int | None = None
+    """Bytes (memory.free)."""
+    memory_reserved: int | None = None
+    """Bytes the driver reserves (memory.reserved); None with memory info v1 (old drivers),
+    where `memory_used` includes it."""
+    utilization_gpu: int | None = None
+    """Percent of time a kernel ran (utilization.gpu); None when not supported."""
+    utilization_memory: int | None = None
+    """Percent of time memory was read or written (utilization.memory)."""
+    host_memory_fallback: bool = False
+    """Unified-memory part (GB10, GH200-class): NVML has no memory info, so the memory_*
+    fields are the host's RAM (psutil.virtual_memory) and must be labelled as such."""
+    lost: bool = False
+    """NVML answered GPU_IS_LOST or another error for this device: the fields are stale/None."""
+    error: str | None = None
+    """One line on why the device is lost or partly unreadable."""
+    processes: tuple[ProcessSnapshot, ...] | None = ()
+    """Compute processes; None when the list could not be read (see `processes_note`)."""
+    processes_note: str | None = None
+    """Why the list is empty or partial, e.g. processes in another PID namespace."""
+
+    @property
+    def label(self) -> str:
+        """Short row label: "0" for GPU 0, "0:1" for its MIG device 1."""
+        return str(self.index) if self.mig_index is None else f"{self.index}:{self.mig_index}"
+
+    @property
+    def used_fraction(self) -> float | None:
+        """memory_used / memory_total, None when either is unknown."""
+        if self.memory_used is None or not self.memory_total:
+            return None
+        return self.memory_used / self.memory_total
+
+
+class NodeSnapshot(_Frozen):
+    """One poll of one node, from any source (`nvidia-smi -q`, summarised)."""
+
+    format: int = TRACE_FORMAT
+    """JSONL trace format version."""
+    time: float
+    """Unix time of the poll in seconds (a replay keeps the recorded time)."""
+    hostname: str | None = None
+    source: str = "nvml"
+    """Where the data came from: "nvml", "replay:<file>", "demo"."""
+    state: SourceState = SourceState.OK
+    reason: str | None = None
+    """One line on what is wrong when state is not OK."""
+    remedy: str | None = None
+    """The usual fix for `reason`, one line."""
+    driver_version: str | None = None
+    """Driver version (nvidia-smi --query-gpu=driver_version), e.g. "550.54.15"."""
+    cuda_version: str | None = None
+    """Highest CUDA version the driver supports, e.g. "12.4"."""
+    devices: tuple[DeviceSnapshot, ...] = Field(default_factory=tuple)
+    poll_seconds: float | None = None
+    """Wall time the poll took; None for sources that do not measure it."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the source answered normally (devices may still be lost)."""
+        return self.state is SourceState.OK
+
+    @property
+    def message(self) -> str | None:
+        """`reason` and `remedy` as one line, for a status bar; None when OK."""
+        if self.reason is None:
+            return None
+        return f"{self.reason}: {self.remedy}" if self.remedy else self.reason
+
+
+def failed_snapshot(
+    state: SourceState, reason: str, remedy: str | None, *, time: float, source: str
+) -> NodeSnapshot:
+    """A snapshot with no devices that reports a source-level problem."""
+    return NodeSnapshot(time=time, source=source, state=state, reason=reason, remedy=remedy)

@@ -1,0 +1,458 @@
+"""The NVML source: the one module that calls pynvml (nvidia-ml-py).
+
+It answers what `nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used,
+memory.free,memory.reserved,utilization.gpu,utilization.memory` and
+`nvidia-smi --query-compute-apps=pid,used_memory` answer, as frozen `NodeSnapshot`s.
+
+Design (DESIGN.md section 7.2, nvitop's libnvml idea): lazy init on the first poll, one
+shutdown at exit; every NVMLError becomes data: a field NVML does not support is None
+("n/a"), a device that errors is marked lost while the others update, and a library-level
+failure (no library, driver not loaded, version mismatch, no permission) becomes the
+snapshot's state with a one-line reason and remedy. Static facts (name, UUID, MIG layout,
+which calls are supported) are read once at init, so a steady-state poll costs per GPU one
+memory call, one utilisation call and one or two process-list calls (pynvml asks for the
+count first): see `STEADY_CALLS_PER_GPU`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memtui.telemetry.models import (
+    DeviceSnapshot,
+    NodeSnapshot,
+    ProcessSnapshot,
+    SourceState,
+    failed_snapshot,
+)
+from memtui.telemetry.processes import OTHER_NAMESPACE_NOTE, ProcessInfoCache
+from memtui.telemetry.source import matches_only, no_match_update
+
+#: NVML C calls per GPU per poll once initialised, when the GPU has processes:
+#: nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetUtilizationRates and
+#: nvmlDeviceGetComputeRunningProcesses_v3 twice (size query, then fill). 3 without processes.
+STEADY_CALLS_PER_GPU = 4
+
+# NVML return codes (nvml.h); spelled out so this module's top level never imports pynvml.
+_UNINITIALIZED = 1
+_NOT_SUPPORTED = 3
+_NO_PERMISSION = 4
+_NOT_FOUND = 6
+_DRIVER_NOT_LOADED = 9
+_TIMEOUT = 10
+_LIBRARY_NOT_FOUND = 12
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_LIB_RM_VERSION_MISMATCH = 18
+_ARGUMENT_VERSION_MISMATCH = 25
+
+#: Codes that mean the whole library is unusable, not one device.
+_SOURCE_LEVEL = {_UNINITIALIZED, _DRIVER_NOT_LOADED, _LIB_RM_VERSION_MISMATCH, _LIBRARY_NOT_FOUND}
+
+# used memory with no process listed above these is attributed to invisible processes
+_INVISIBLE_USED_V2 = 256 * 1024**2
+_INVISIBLE_USED_V1 = 1024**3  # v1 "used" includes the driver's reservation
+
+
+def describe_failure(code: int, text: str) -> tuple[SourceState, str, str]:
+    """(state, reason, remedy) for an NVML error that makes the whole source unusable."""
+    if code == _LIBRARY_NOT_FOUND:
+        return (
+            SourceState.NO_LIBRARY,
+            "NVML not found (no libnvidia-ml.so.1): no NVIDIA driver on this machine",
+            "install the NVIDIA driver or run on a GPU node; planning works without a GPU",
+        )
+    if code == _DRIVER_NOT_LOADED:
+        return (
+            SourceState.DRIVER_NOT_LOADED,
+            "NVIDIA driver not loaded",
+            "load it (`sudo modprobe nvidia`) and check `nvidia-smi`",
+        )
+    if code == _LIB_RM_VERSION_MISMATCH:
+        return (
+            SourceState.VERSION_MISMATCH,
+            "driver and library versions differ (NVML/kernel module mismatch)",
+            "reboot or reload the nvidia kernel module",
+        )
+    if code == _NO_PERMISSION:
+        return (
+            SourceState.NO_PERMISSION,
+            "no permission to use NVML",
+            "check access to /dev/nvidia* (e.g. the video group) or run as that user",
+        )
+    if code == _FUNCTION_NOT_FOUND:
+        return (
+            SourceState.VERSION_MISMATCH,
+            "NVML library is too old for nvidia-ml-py (function not found)",
+            "update the NVIDIA driver",
+        )
+    if code == _TIMEOUT:
+        return (
+            SourceState.TIMEOUT,
+            "NVML timed out",
+            "check `nvidia-smi`; memtui keeps retrying",
+        )
+    return (
+        SourceState.ERROR,
+        f"NVML error: {text} (code {code})",
+        "check `nvidia-smi`; memtui keeps retrying",
+    )
+
+
+class _SourceFailure(Exception):
+    """Raised inside a poll when NVML fails as a whole; turned into a snapshot by poll()."""
+
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+@dataclass
+class _Device:
+    """What init learned about one device, and which calls it supports (mutable, private)."""
+
+    index: int
+    handle: Any
+    uuid: str | None
+    name: str | None
+    mig_index: int | None = None
+    parent_uuid: str | None = None
+    mig_enabled: bool = False
+    gpu_instance_id: int | None = None
+    memory_mode: str = "v2"  # "v2" -> "v1" on old drivers -> "host" on unified memory
+    utilization_supported: bool = True
+    processes_call: str = "v3"  # "v3" -> "v2" on old drivers
+    init_error: str | None = None
+
+
+def _code(err: BaseException) -> int:
+    return int(getattr(err, "value", -1))
+
+
+class NvmlSource:
+    """Poll the local GPUs through NVML. `poll()` never raises for NVML problems.
+
+    `only` holds `--only` tokens (indices or UUID prefixes). `process_info=False` skips the
+    psutil lookups (name, user, command). Wrap in `BoundedSource` to bound a hanging poll.
+    """
+
+    name = "nvml"
+
+    def __init__(
+        self,
+        only: Sequence[str] = (),
+        *,
+        process_info: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.only = tuple(only)
+        self.process_info = process_info
+        self._clock = clock
+        self._hostname = socket.gethostname()
+        self._initialized = False
+        self._nvml: Any = None
+        self._devices: list[_Device] = []
+        self._driver: str | None = None
+        self._cuda: str | None = None
+        self._all_labels: list[str] = []
+        self._procs: ProcessInfoCache | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def _init(self) -> NodeSnapshot | None:
+        """nvmlInit and discovery; returns a failure snapshot, or None when ready."""
+        try:
+            import pynvml
+        except ImportError:  # nvidia-ml-py is a dependency, but keep the promise anyway
+            return failed_snapshot(
+                SourceState.NO_LIBRARY,
+                "nvidia-ml-py (pynvml) is not installed",
+                "pip install nvidia-ml-py",
+                time=self._clock(),
+                source=self.name,
+            )
+        self._nvml = pynvml
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as err:
+            return self._failure(_code(err), str(err))
+        self._initialized = True
+        atexit.register(self.close)
+        try:
+            self._discover()
+        except pynvml.NVMLError as err:
+            self._shutdown()
+            return self._failure(_code(err), str(err))
+        except _SourceFailure as failure:
+            self._shutdown()
+            return self._failure(failure.code, failure.text)
+        return None
+
+    def _discover(self) -> None:
+        """Read what does not change while the driver is loaded (`nvidia-smi -L`)."""
+        nv = self._nvml
+        self._driver = self._optional(nv.nvmlSystemGetDriverVersion)
+        try:
+            cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
+        except nv.NVMLError as err:
+            if _code(err) in _SOURCE_LEVEL:
+                raise
+            cuda = self._optional(nv.nvmlSystemGetCudaDriverVersion)
+        self._cuda = f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None
+        devices: list[_Device] = []
+        labels: list[str] = []
+        for index in range(nv.nvmlDeviceGetCount()):
+            labels.append(str(index))
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(index)
+            except nv.NVMLError as err:
+                self._raise_if_source_level(err)
+                devices.append(_Device(index, None, None, None, init_error=self._lost_text(err)))
+                continue
+            uuid = self._optional(nv.nvmlDeviceGetUUID, handle)
+            name = self._optional(nv.nvmlDeviceGetName, handle)
+            gpu = _Device(index, handle, uuid, name)
+            try:
+                gpu.mig_enabled = nv.nvmlDeviceGetMigMode(handle)[0] == 1
+            except nv.NVMLError as err:
+                self._raise_if_source_level(err)  # NOT_SUPPORTED: a GPU without MIG
+            children = self._discover_mig(gpu) if gpu.mig_enabled else []
+            if matches_only(self.only, index, uuid):
+                devices.append(gpu)
+                devices.extend(children)
+            else:
+                devices.extend(c for c in children if matches_only(self.only, index, c.uuid))
+        self._devices = devices
+        self._all_labels = labels
+
+    def _discover_mig(self, gpu: _Device) -> list[_Device]:
+        """MIG devices of a GPU in MIG mode (`nvidia-smi -L` lists them under the GPU)."""
+        nv = self._nvml
+        children: list[_Device] = []
+        for slot in range(nv.nvmlDeviceGetMaxMigDeviceCount(gpu.handle)):
+            try:
+                handle = nv.nvmlDeviceGetMigDeviceHandleByIndex(gpu.handle, slot)
+            except nv.NVMLError as err:
+                if _code(err) == _NOT_FOUND:  # an empty slot
+                    continue
+                self._raise_if_source_level(err)
+                continue
+            child = _Device(
+                gpu.index,
+                handle,
+                self._optional(nv.nvmlDeviceGetUUID, handle),
+                self._optional(nv.nvmlDeviceGetName, handle),
+                mig_index=slot,
+                parent_uuid=gpu.uuid,
+                gpu_instance_id=self._optional(nv.nvmlDeviceGetGpuInstanceId, handle),
+                # NVML has no utilisation per MIG device: do not spend a call learning that
+                utilization_supported=False,
+            )
+            children.append(child)
+        return children
+
+    def close(self) -> None:
+        """nvmlShutdown once (also registered with atexit). Safe to call twice."""
+        atexit.unregister(self.close)
+        if self._initialized:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._initialized = False
+        self._devices = []
+        # shutting down a broken library: nothing useful is left to report
+        with contextlib.suppress(self._nvml.NVMLError):
+            self._nvml.nvmlShutdown()
+
+    # -- polling ---------------------------------------------------------------------
+
+    def poll(self) -> NodeSnapshot:
+        """One snapshot of the node; NVML problems come back as data."""
+        started = time.perf_counter()
+        if not self._initialized:
+            failure = self._init()
+            if failure is not None:
+                return failure
+        nv = self._nvml
+        try:
+            devices = tuple(self._poll_device(d) for d in self._devices)
+        except _SourceFailure as failure:
+            self._shutdown()  # the next poll re-initialises (e.g. after a driver reload)
+            return self._failure(failure.code, failure.text)
+        except nv.NVMLError as err:  # defensive: a call outside the per-device guards
+            self._shutdown()
+            return self._failure(_code(err), str(err))
+        if self._procs is not None:
+            self._procs.forget_except(
+                {p.pid for d in devices for p in (d.processes or ()) if p.name is not None}
+            )
+        snapshot = NodeSnapshot(
+            time=self._clock(),
+            hostname=self._hostname,
+            source=self.name,
+            driver_version=self._driver,
+            cuda_version=self._cuda,
+            devices=devices,
+            poll_seconds=time.perf_counter() - started,
+        )
+        if self.only and not devices:
+            return snapshot.model_copy(update=no_match_update(self.only, self._all_labels))
+        return snapshot
+
+    def _poll_device(self, d: _Device) -> DeviceSnapshot:
+        nv = self._nvml
+        base: dict[str, Any] = {
+            "index": d.index,
+            "mig_index": d.mig_index,
+            "parent_uuid": d.parent_uuid,
+            "mig_enabled": d.mig_enabled,
+            "uuid": d.uuid,
+            "name": d.name,
+        }
+        if d.handle is None:
+            return DeviceSnapshot(**base, lost=True, error=d.init_error, processes=None)
+        try:
+            total, used, free, reserved, host = self._memory(d)
+            util_gpu = util_mem = None
+            if d.utilization_supported:
+                try:
+                    rates = nv.nvmlDeviceGetUtilizationRates(d.handle)
+                    util_gpu, util_mem = int(rates.gpu), int(rates.memory)
+                except nv.NVMLError as err:
+                    if _code(err) != _NOT_SUPPORTED:
+                        raise
+                    d.utilization_supported = False  # never ask again
+            if d.mig_enabled:
+                # the processes of a GPU in MIG mode are listed under its MIG devices
+                processes: tuple[ProcessSnapshot, ...] | None = ()
+                note = "MIG mode: processes are listed under its MIG devices"
+            else:
+                processes, note = self._processes(d)
+        except nv.NVMLError as err:
+            self._raise_if_source_level(err)
+            return DeviceSnapshot(**base, lost=True, error=self._lost_text(err), processes=None)
+        if note is None and processes is not None and self.process_info:
+            note = _invisible_note(processes, used, d.memory_mode)
+        return DeviceSnapshot(
+            **base,
+            memory_total=total,
+            memory_used=used,
+            memory_free=free,
+            memory_reserved=reserved,
+            utilization_gpu=util_gpu,
+            utilization_memory=util_mem,
+            host_memory_fallback=host,
+            processes=processes,
+            processes_note=note,
+        )
+
+    def _memory(self, d: _Device) -> tuple[int | None, int | None, int | None, int | None, bool]:
+        """(total, used, free, reserved, host_fallback), trying v2, then v1, then host RAM."""
+        nv = self._nvml
+        if d.memory_mode == "v2":
+            try:
+                m = nv.nvmlDeviceGetMemoryInfo(d.handle, version=nv.nvmlMemory_v2)
+                return (int(m.total), int(m.used), int(m.free), int(m.reserved), False)
+            except nv.NVMLError as err:
+                # old drivers lack the symbol or reject the struct version; unified-memory
+                # parts answer NOT_SUPPORTED: both fall back, once, for good
+                if _code(err) not in (_FUNCTION_NOT_FOUND, _ARGUMENT_VERSION_MISMATCH,
+                                      _NOT_SUPPORTED):  # fmt: skip
+                    raise
+                d.memory_mode = "v1"
+        if d.memory_mode == "v1":
+            try:
+                m = nv.nvmlDeviceGetMemoryInfo(d.handle)
+                return (int(m.total), int(m.used), int(m.free), None, False)
+            except nv.NVMLError as err:
+                if _code(err) != _NOT_SUPPORTED:
+                    raise
+                d.memory_mode = "host"
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return (int(vm.total), int(vm.total - vm.available), int(vm.available), None, True)
+
+    def _processes(self, d: _Device) -> tuple[tuple[ProcessSnapshot, ...] | None, str | None]:
+        """Compute processes (`nvidia-smi --query-compute-apps=pid,used_memory`)."""
+        nv = self._nvml
+        try:
+            if d.processes_call == "v3":
+                try:
+                    raw = nv.nvmlDeviceGetComputeRunningProcesses_v3(d.handle)
+                except nv.NVMLError as err:
+                    if _code(err) != _FUNCTION_NOT_FOUND:
+                        raise
+                    d.processes_call = "v2"
+            if d.processes_call == "v2":
+                raw = nv.nvmlDeviceGetComputeRunningProcesses_v2(d.handle)
+        except nv.NVMLError as err:
+            if _code(err) == _NOT_SUPPORTED:
+                return None, "process list not supported on this device"
+            if _code(err) == _NO_PERMISSION:
+                return None, "no permission to list processes (try as root)"
+            raise
+        if self.process_info and self._procs is None:
+            self._procs = ProcessInfoCache()
+        out = []
+        for p in raw:
+            name = user = command = None
+            if self._procs is not None:
+                name, user, command = self._procs.lookup(int(p.pid))
+            gi = int(p.gpuInstanceId)
+            out.append(
+                ProcessSnapshot(
+                    pid=int(p.pid),
+                    used_bytes=None if p.usedGpuMemory is None else int(p.usedGpuMemory),
+                    name=name,
+                    user=user,
+                    command=command,
+                    gpu_instance_id=None if gi == 0xFFFFFFFF else gi,
+                )
+            )
+        return tuple(out), None
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _optional(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call fn; None when this field is not available (source-level errors propagate)."""
+        try:
+            return fn(*args)
+        except self._nvml.NVMLError as err:
+            self._raise_if_source_level(err)
+            return None
+
+    def _raise_if_source_level(self, err: BaseException) -> None:
+        if _code(err) in _SOURCE_LEVEL:
+            raise _SourceFailure(_code(err), str(err))
+
+    @staticmethod
+    def _lost_text(err: BaseException) -> str:
+        if _code(err) == _GPU_IS_LOST:
+            return "GPU is lost (fell off the bus): reset it (`nvidia-smi -r`) or reboot"
+        return f"NVML error on this GPU: {err} (code {_code(err)})"
+
+    def _failure(self, code: int, text: str) -> NodeSnapshot:
+        state, reason, remedy = describe_failure(code, text)
+        return failed_snapshot(state, reason, remedy, time=self._clock(), source=self.name)
+
+
+def _invisible_note(
+    processes: tuple[ProcessSnapshot, ...], used: int | None, memory_mode: str
+) -> str | None:
+    """Say so when the GPU is busy but none of its processes can be seen from here."""
+    if processes:
+        if all(p.name is None for p in processes):
+            return OTHER_NAMESPACE_NOTE
+        return None
+    threshold = _INVISIBLE_USED_V2 if memory_mode == "v2" else _INVISIBLE_USED_V1
+    if used is not None and memory_mode != "host" and used > threshold:
+        return "memory in use but no process listed: " + OTHER_NAMESPACE_NOTE
+    return None

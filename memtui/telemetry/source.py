@@ -1,0 +1,167 @@
+"""The source interface, the timeout guard around it, and `--only` device selection.
+
+Every source (NVML, replay, synthetic) implements `TelemetrySource`: `poll()` returns a
+`NodeSnapshot` and never raises for an NVML problem; `close()` releases it. The UI calls
+`poll()` from a thread worker, wrapped in `BoundedSource` so a hung driver cannot freeze it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from memtui.telemetry.models import DeviceSnapshot, NodeSnapshot, SourceState, failed_snapshot
+
+
+@runtime_checkable
+class TelemetrySource(Protocol):
+    """What the UI and `memtui watch` need from a source of node snapshots."""
+
+    name: str
+    """Short description for a status line, e.g. "nvml", "replay:run.jsonl", "demo"."""
+
+    def poll(self) -> NodeSnapshot:
+        """Read the node now. Problems come back as `state`/`reason`, not as exceptions."""
+        ...
+
+    def close(self) -> None:
+        """Release the source (NVML shutdown, files). Safe to call twice."""
+        ...
+
+
+class BoundedSource:
+    """Run each `poll()` of an inner source in a thread and give up waiting after `timeout_s`.
+
+    nvmlInit and some device queries are known to hang on broken drivers; a Python thread
+    stuck in C cannot be killed, so it is abandoned: the caller gets a TIMEOUT snapshot at
+    once and may poll again later. Polls never overlap: while the abandoned poll is still
+    running, further polls answer TIMEOUT without touching NVML. When it ends, the next poll
+    starts afresh (its stale result is dropped).
+    """
+
+    def __init__(
+        self,
+        inner: TelemetrySource,
+        timeout_s: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.inner = inner
+        self.timeout_s = timeout_s
+        self.name = inner.name
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._started_at = 0.0
+
+    def poll(self) -> NodeSnapshot:
+        """Poll the inner source, bounded by `timeout_s`."""
+        with self._lock:  # callers from several threads still never overlap
+            if self._thread is not None and self._thread.is_alive():
+                waited = self._clock() - self._started_at
+                return self._timeout(f"previous poll still running after {waited:.0f} s")
+            box: list[NodeSnapshot] = []
+            errors: list[BaseException] = []
+
+            def work() -> None:
+                try:
+                    box.append(self.inner.poll())
+                except BaseException as exc:  # a bug, not an NVML problem: re-raised below
+                    errors.append(exc)
+
+            thread = threading.Thread(
+                target=work,
+                name=f"memtui-poll-{self.name}",
+                daemon=True,  # an abandoned, hung poll must not keep the process alive
+            )
+            self._thread = thread
+            self._started_at = self._clock()
+            thread.start()
+            thread.join(self.timeout_s)
+            if thread.is_alive():
+                return self._timeout(f"poll did not finish within {self.timeout_s:g} s")
+            self._thread = None
+            if errors:
+                raise errors[0]
+            return box[0]
+
+    def busy(self) -> bool:
+        """True while an abandoned poll is still running."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Wait for an abandoned poll to end (tests, shutdown); True when none is running."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+        return not self.busy()
+
+    def close(self) -> None:
+        """Close the inner source unless a hung poll still holds it (closing would hang too)."""
+        if not self.busy():
+            self.inner.close()
+
+    def _timeout(self, why: str) -> NodeSnapshot:
+        return failed_snapshot(
+            SourceState.TIMEOUT,
+            f"NVML is not answering ({why})",
+            "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot; "
+            "memtui keeps retrying",
+            time=self._clock(),
+            source=self.name,
+        )
+
+
+def parse_only(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Split `--only 0,2,GPU-...` into tokens (indices or UUIDs, UUID prefixes allowed)."""
+    if not value:
+        return ()
+    parts: Iterable[str] = value.split(",") if isinstance(value, str) else value
+    return tuple(p.strip() for token in parts for p in token.split(",") if p.strip())
+
+
+def matches_only(
+    only: Sequence[str], index: int, uuid: str | None, parent_uuid: str | None = None
+) -> bool:
+    """Whether a device is selected by `--only` tokens (empty selects everything).
+
+    A token is an NVML index ("2") or a UUID or unambiguous UUID prefix ("GPU-5f3a");
+    selecting a GPU selects its MIG devices too. NVML numbers GPUs in PCI order, not in
+    CUDA's order, which is why UUIDs are the reliable way to name a CUDA device.
+    """
+    if not only:
+        return True
+    for token in only:
+        if token.isdigit():
+            if int(token) == index:
+                return True
+            continue
+        for candidate in (uuid, parent_uuid):
+            if candidate and candidate.lower().startswith(token.lower()):
+                return True
+    return False
+
+
+def select_devices(snapshot: NodeSnapshot, only: Sequence[str]) -> NodeSnapshot:
+    """The snapshot restricted to the devices `only` selects (replay, synthetic sources)."""
+    if not only:
+        return snapshot
+    kept: tuple[DeviceSnapshot, ...] = tuple(
+        d for d in snapshot.devices if matches_only(only, d.index, d.uuid, d.parent_uuid)
+    )
+    if not kept and snapshot.devices:
+        labels = sorted({str(d.index) for d in snapshot.devices}, key=int)
+        return snapshot.model_copy(update={"devices": kept, **no_match_update(only, labels)})
+    return snapshot.model_copy(update={"devices": kept})
+
+
+def no_match_update(only: Sequence[str], labels: Sequence[str]) -> dict[str, object]:
+    """Snapshot fields saying that `--only` selected nothing (a usage problem, one line)."""
+    here = ", ".join(labels) or "none"
+    return {
+        "state": SourceState.ERROR,
+        "reason": f"no GPU matches --only {','.join(only)} (GPUs here: {here})",
+        "remedy": "use an index or UUID shown by `memtui watch --once`",
+    }

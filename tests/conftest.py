@@ -1,0 +1,62 @@
+"""Shared fixtures: the fake libnvidia-ml (DESIGN.md section 8).
+
+Fixtures, reusable by name from any test module:
+- `fake_nvml_lib_dir` (session): directory with the compiled default fake `libnvidia-ml.so.1`.
+- `fake_nvml`: a `FakeNvml` (tests/fake_nvml/harness.py) with its own scenario and call log;
+  `.write(scenario)`, `.calls()`, `.reset_calls()`, `.lib_dir`, `.env()` for subprocesses.
+- `fake_nvml_in_process`: the same, with the real pynvml module pointed at the fake in this
+  process (pynvml.nvmlLib set, function-pointer cache reset before and after the test).
+- `fake_nvml_factory`: builds a `FakeNvml` for a variant, e.g. `fake_nvml_factory("no_v2")`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fake_nvml.harness import FakeNvml, build_fake_nvml, reset_pynvml
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Compile the default fake once per session (about a second)."""
+    return build_fake_nvml("default", tmp_path_factory.getbasetemp() / "fake-nvml-build")
+
+
+@pytest.fixture
+def fake_nvml_factory(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> Callable[[str], FakeNvml]:
+    """Return a function building a `FakeNvml` for a variant ("default" or "no_v2")."""
+
+    def make(variant: str = "default") -> FakeNvml:
+        lib_dir = build_fake_nvml(variant, tmp_path_factory.getbasetemp() / "fake-nvml-build")
+        work = tmp_path / f"fake-nvml-{variant}"
+        work.mkdir(exist_ok=True)
+        return FakeNvml(lib_dir, work)
+
+    return make
+
+
+@pytest.fixture
+def fake_nvml(fake_nvml_lib_dir: Path, tmp_path: Path) -> FakeNvml:
+    """A fake NVML with an empty node; drive it with `.write(scenario)`."""
+    work = tmp_path / "fake-nvml"
+    work.mkdir()
+    return FakeNvml(fake_nvml_lib_dir, work)
+
+
+@pytest.fixture
+def fake_nvml_in_process(fake_nvml: FakeNvml) -> Iterator[FakeNvml]:
+    """`fake_nvml`, loaded into this process for the real pynvml module."""
+    saved = {k: os.environ.get(k) for k in ("FAKE_NVML_SCENARIO", "FAKE_NVML_CALLS")}
+    fake_nvml.activate_in_process()
+    yield fake_nvml
+    reset_pynvml(None)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
