@@ -104,6 +104,9 @@ class Architecture(BaseModel):
     """Norm modules per decoder layer (Gemma 2 has 4, Falcon-7B 1)."""
     final_norm: bool = True
     """A norm after the last layer."""
+    qk_norm: Literal["none", "per_head"] = "none"
+    """RMSNorm on queries and keys inside attention: per_head is Qwen3's q_norm and k_norm,
+    one weight of head_dim each per layer (modeling_qwen3.py Qwen3Attention)."""
     fused_qkv: bool = False
     """q, k, v in one linear module (GPT-2, Falcon, GPT-NeoX, Phi-3)."""
     fused_gate_up: bool = False
@@ -131,8 +134,7 @@ class Architecture(BaseModel):
     def _check(self) -> Architecture:
         if self.kv_heads and self.num_heads % self.kv_heads:
             raise ValueError(
-                f"num_heads ({self.num_heads}) must be a multiple of "
-                f"num_kv_heads ({self.kv_heads})"
+                f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.kv_heads})"
             )
         if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
             raise ValueError("experts_per_token must be between 1 and num_experts")
@@ -242,22 +244,33 @@ class Architecture(BaseModel):
         out: list[Tensor] = []
         for lin in self.linear_layers:
             in_layer = lin.group not in ("embedding", "head")
-            out.append(Tensor(f"{lin.name}.weight", (lin.d_out, lin.d_in), lin.count, lin.group,
-                              in_layer))
+            out.append(
+                Tensor(f"{lin.name}.weight", (lin.d_out, lin.d_in), lin.count, lin.group, in_layer)
+            )
             if lin.bias:
                 out.append(Tensor(f"{lin.name}.bias", (lin.d_out,), lin.count, lin.group, in_layer))
         h = self.hidden_size
         norm_tensors = 2 if self.norm_kind == "layernorm" else 1
         if self.norms_per_layer:
-            out.append(Tensor("layer_norm", (h,), self.num_layers * self.norms_per_layer
-                              * norm_tensors, "norm", True))
+            out.append(
+                Tensor(
+                    "layer_norm",
+                    (h,),
+                    self.num_layers * self.norms_per_layer * norm_tensors,
+                    "norm",
+                    True,
+                )
+            )
+        if self.qk_norm == "per_head":
+            out.append(Tensor("qk_norm", (self.dim_head,), 2 * self.num_layers, "norm", True))
         if self.final_norm:
             out.append(Tensor("final_norm", (h,), norm_tensors, "norm", False))
         embed_width = self.embed_proj_dim or h
         out.append(Tensor("embed_tokens", (self.vocab_size, embed_width), 1, "embedding", False))
         if self.position_embeddings:
-            out.append(Tensor("embed_positions", (self.position_embeddings, h), 1, "embedding",
-                              False))
+            out.append(
+                Tensor("embed_positions", (self.position_embeddings, h), 1, "embedding", False)
+            )
         if not self.tie_embeddings:
             out.append(Tensor("lm_head", (self.vocab_size, embed_width), 1, "head", False))
         return tuple(out)

@@ -64,6 +64,10 @@ class Offload(Choice):
     params = "params"  # the parameter shards too (ZeRO-Infinity / FSDP CPUOffload)
 
 
+PARAMETER_SHARDING = frozenset({Strategy.zero3, Strategy.fsdp, Strategy.hsdp})
+"""Strategies that shard the parameters themselves (ZeRO stage 3 and FSDP's full shard)."""
+
+
 class Attention(Choice):
     flash = "flash"  # FlashAttention / SDPA: no s x s scores stored
     eager = "eager"
@@ -187,6 +191,10 @@ class Plan(BaseModel):
     def _check(self) -> Plan:
         if self.hardware.gpus % self.tp:
             raise ValueError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
+        if self.offload is Offload.params and self.strategy not in PARAMETER_SHARDING:
+            raise ValueError(
+                "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
+            )
         return self
 
     @property

@@ -1,0 +1,48 @@
+"""The pure domain core: plans in, budgets out. No Textual, no pynvml, no I/O but model configs.
+
+Public entry points: `Plan` (what the user wants to train, on what), `estimate(plan)` (the full
+report: per-GPU budget, every strategy, levers, communication, largest micro-batch).
+"""
+
+from memtui.estimator.architecture import Architecture, LinearLayer
+from memtui.estimator.budget import estimate, per_gpu_total
+from memtui.estimator.plan import (
+    Attention,
+    Checkpointing,
+    Hardware,
+    Method,
+    ModelSpec,
+    Offload,
+    Optimizer,
+    OverheadSettings,
+    Plan,
+    Precision,
+    StateDtype,
+    Strategy,
+)
+from memtui.estimator.report import Budget, Communication, Lever, Report, StrategyRow, Term
+
+__all__ = [
+    "Architecture",
+    "Attention",
+    "Budget",
+    "Checkpointing",
+    "Communication",
+    "Hardware",
+    "Lever",
+    "LinearLayer",
+    "Method",
+    "ModelSpec",
+    "Offload",
+    "Optimizer",
+    "OverheadSettings",
+    "Plan",
+    "Precision",
+    "Report",
+    "StateDtype",
+    "Strategy",
+    "StrategyRow",
+    "Term",
+    "estimate",
+    "per_gpu_total",
+]

@@ -1,0 +1,54 @@
+"""Bytes each GPU sends per optimizer step (ZeRO paper sec. 7; seed 000, item 5).
+
+A ring all-reduce sends 2(N-1)/N of the buffer per GPU; a reduce-scatter or an all-gather sends
+(N-1)/N. DDP, ZeRO-1 and ZeRO-2 all move 2(N-1)/N of the gradients; ZeRO-3/FSDP gather the
+weights in forward and again in backward and reduce-scatter the gradients: 1.5x DDP.
+"""
+
+from __future__ import annotations
+
+from memtui.estimator.plan import Plan, Precision, Strategy
+from memtui.estimator.report import Communication
+from memtui.estimator.state import StaticState
+
+
+def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:
+    """(intra-node, inter-node) bytes sent per GPU per optimizer step."""
+    wb = 4 if plan.precision is Precision.fp32 else 2
+    weights = wb * plan.model.parameters / plan.tp
+    grads = wb * trainable / plan.tp
+    n, ga, nodes = plan.data_parallel, plan.grad_accum, plan.hardware.nodes
+    if n == 1:
+        return 0.0, 0.0
+    ring = (n - 1) / n
+    if strategy in (Strategy.ddp, Strategy.zero1):
+        # Gradients are all-reduced once per step (no_sync / accumulation boundary).
+        sent = 2 * ring * grads
+    elif strategy in (Strategy.zero2, Strategy.fsdp_shard_grad_op):
+        # Gradients are reduce-scattered every micro-batch (they are sharded), updated
+        # parameters all-gathered once per step.
+        sent = ring * (ga * grads + grads)
+    elif strategy is Strategy.hsdp:
+        g = max(1, plan.hardware.gpus_per_node // plan.tp)
+        intra = ga * (g - 1) / g * (2 * weights + grads)
+        inter = 2 * (nodes - 1) / nodes * grads / g if nodes > 1 else 0.0
+        return intra, inter
+    else:
+        # ZeRO-3 / FSDP: all-gather in forward and backward, reduce-scatter, per micro-batch.
+        sent = ga * ring * (2 * weights + grads)
+    return (0.0, sent) if nodes > 1 else (sent, 0.0)
+
+
+def communication(plan: Plan, state: StaticState) -> Communication:
+    intra, inter = volume(plan, plan.strategy, state.trainable)
+    ddp = sum(volume(plan, Strategy.ddp, state.trainable))
+    total = intra + inter
+    hw = plan.hardware
+    seconds = intra / hw.intra_node_bandwidth + inter / hw.inter_node_bandwidth
+    where = "inside the node" if not inter else ("across nodes" if not intra else "both")
+    return Communication(
+        bytes_per_gpu_per_step=round(total),
+        relative_to_ddp=total / ddp if ddp else 1.0,
+        seconds_per_step=seconds,
+        detail=f"{plan.strategy.value}: {total / 1e9:.1f} GB per GPU per step ({where})",
+    )

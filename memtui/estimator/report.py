@@ -1,0 +1,113 @@
+"""What the estimator returns: frozen pydantic models, bytes as integers everywhere."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from memtui.estimator.plan import Strategy
+
+TERM_KEYS = (
+    "weights",
+    "gradients",
+    "master_weights",
+    "optimizer_states",
+    "activations",
+    "logits",
+    "transient",
+    "overhead",
+)
+STATIC_KEYS = TERM_KEYS[:4]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Term(Frozen):
+    """One line of the per-GPU budget."""
+
+    key: str
+    """One of TERM_KEYS."""
+    label: str
+    """What a person reads: 'Optimizer states'."""
+    bytes: int
+    """Bytes per GPU."""
+    source: str
+    """Where the number comes from: the formula and its paper, seed or library."""
+
+
+class Budget(Frozen):
+    """The per-GPU memory budget of one plan."""
+
+    terms: tuple[Term, ...]
+    """In TERM_KEYS order."""
+    static: int
+    """Weights + gradients + master weights + optimizer states, bytes per GPU."""
+    total: int
+    """Every term, bytes per GPU: the predicted peak."""
+    capacity: int
+    """Bytes per GPU the card has (NVML's total)."""
+    headroom: int
+    """capacity - total (negative when it does not fit)."""
+    fits: bool
+    fits_static: bool
+    """The static state alone fits (seed 000's first question)."""
+    cpu_ram: int
+    """CPU RAM per GPU needed by offload, bytes."""
+
+    def term(self, key: str) -> int:
+        """Bytes of the term `key` (0 if absent)."""
+        return next((t.bytes for t in self.terms if t.key == key), 0)
+
+
+class StrategyRow(Frozen):
+    """One strategy of the side-by-side table, all else in the plan unchanged."""
+
+    strategy: Strategy
+    per_gpu_static: int
+    per_gpu_total: int
+    fits: bool
+    fits_static: bool
+    max_micro_batch: int
+    """Largest micro-batch that fits with this strategy (0: not even 1)."""
+
+
+class Lever(Frozen):
+    """A change that saves memory, with what it saves for this plan and what it costs."""
+
+    name: str
+    saves_bytes: int
+    """Bytes per GPU saved against the current plan (0 when already on or no gain)."""
+    cost: str
+    applied: bool
+    """Already on in the plan."""
+
+
+class Communication(Frozen):
+    """Bytes each GPU sends per optimizer step, and how long the links need for them."""
+
+    bytes_per_gpu_per_step: int
+    relative_to_ddp: float
+    seconds_per_step: float
+    detail: str
+
+
+class Parameters(Frozen):
+    total: int
+    trainable: int
+
+
+class Report(Frozen):
+    """Everything memtui says about a plan."""
+
+    parameters: Parameters
+    bytes_per_param: float
+    """Static bytes per model parameter before sharding (16 for mixed-precision AdamW)."""
+    budget: Budget
+    strategies: tuple[StrategyRow, ...]
+    levers: tuple[Lever, ...]
+    communication: Communication
+    max_micro_batch: int
+    """Largest micro-batch that fits with the plan's strategy."""
+    assumptions: tuple[str, ...]
+    """Things the estimate had to assume (for example a shape for a bare parameter count)."""

@@ -1,0 +1,214 @@
+"""The static training state: weights, gradients, master weights, optimizer state, sharded.
+
+Bytes per parameter follow the ZeRO paper (Rajbhandari et al. 2020, sec. 3: 2 + 2 + K with
+K = 12 for mixed-precision Adam) and seed 000 (16 B/param, 12 of them optimizer-side); the
+sharding rules follow the ZeRO paper's Table 1 / sec. 5 and PyTorch FSDP's sharding strategies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtui.estimator.architecture import ATTENTION_ROLES, Architecture, LinearLayer
+from memtui.estimator.plan import Method, Offload, Optimizer, Plan, Precision, StateDtype, Strategy
+
+# bitsandbytes keeps tensors with fewer elements than this in 32-bit state (min_8bit_size).
+BNB_MIN_8BIT_SIZE = 4096
+# QLoRA (Dettmers et al. 2023, sec. 3): NF4 codes are 4 bits; one fp32 absmax per 64 weights
+# adds 32/64 = 0.5 bit; double quantization stores that absmax in 8 bits with one fp32
+# constant per 256 blocks: 8/64 + 32/(64*256) = 0.127 bit.
+NF4_CODE_BITS = 4.0
+NF4_BLOCK = 64
+NF4_ABSMAX_BITS = 32 / NF4_BLOCK
+NF4_DOUBLE_QUANT_ABSMAX_BITS = 8 / NF4_BLOCK + 32 / (NF4_BLOCK * 256)
+
+STATE_SHARDING = {
+    # Which of (weights, gradients, master+optimizer) each strategy divides by N.
+    Strategy.ddp: (False, False, False),
+    Strategy.zero1: (False, False, True),
+    Strategy.zero2: (False, True, True),
+    Strategy.fsdp_shard_grad_op: (False, True, True),
+    Strategy.zero3: (True, True, True),
+    Strategy.fsdp: (True, True, True),
+    Strategy.hsdp: (True, True, True),
+}
+
+
+@dataclass(frozen=True)
+class TrainableTensor:
+    """A trainable tensor's element count, and how many such tensors the model has."""
+
+    numel: int
+    count: int
+    rows: int = 0  # for Adafactor's factored second moment (0: a vector)
+    cols: int = 0
+
+
+@dataclass(frozen=True)
+class StaticState:
+    """Per-GPU bytes of the static state, and what lives in CPU RAM per GPU."""
+
+    weights: int
+    gradients: int
+    master_weights: int
+    optimizer_states: int
+    cpu_bytes: int
+    trainable: int
+    bytes_per_param: float
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.gradients + self.master_weights + self.optimizer_states
+
+
+def lora_layers(arch: Architecture, targets: tuple[str, ...]) -> list[LinearLayer]:
+    """The linear modules PEFT would adapt for these target names."""
+    layers = [lin for lin in arch.linear_layers if lin.group != "head"]
+    chosen: list[LinearLayer] = []
+    for target in targets:
+        if target == "all-linear":  # PEFT: every nn.Linear but the output layer
+            matched = layers
+        elif target == "attention":
+            matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
+        else:
+            matched = [lin for lin in layers if lin.name == target]
+            if not matched:
+                names = sorted({lin.name for lin in layers})
+                raise ValueError(
+                    f"LoRA target {target!r} matches no module of this model; "
+                    f"use attention, all-linear or some of: {', '.join(names)}"
+                )
+        chosen += [lin for lin in matched if lin not in chosen]
+    return chosen
+
+
+def trainable_tensors(plan: Plan) -> list[TrainableTensor]:
+    """The tensors the optimizer updates (full: the model; LoRA: the A and B matrices)."""
+    arch = plan.model.architecture
+    if plan.method is Method.full:
+        if not arch.assumed:
+            return [
+                TrainableTensor(t.numel, t.count, *(t.shape if len(t.shape) == 2 else (0, 0)))
+                for t in arch.tensors
+            ]
+        # A bare count: the assumed shape's tensors, scaled so they sum to the count exactly.
+        scale = plan.model.parameters / arch.parameter_count
+        out = [TrainableTensor(int(t.numel * scale), t.count) for t in arch.tensors]
+        rest = plan.model.parameters - sum(t.numel * t.count for t in out)
+        return [*out, TrainableTensor(rest, 1)]
+    if plan.lora_fraction is not None:
+        # An adapter given as a share of the model (seed 002: 2.5 percent).
+        return [TrainableTensor(round(plan.model.parameters * plan.lora_fraction), 1)]
+    r = plan.lora_rank
+    out: list[TrainableTensor] = []
+    for lin in lora_layers(arch, plan.lora_targets):
+        # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
+        out.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
+        out.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))
+    if arch.assumed:  # a bare count: adapter of the assumed shape, scaled to the real count
+        scale = plan.model.parameters / arch.parameter_count
+        out = [TrainableTensor(round(t.numel * scale), t.count) for t in out]
+    return out
+
+
+def optimizer_state_bytes(plan: Plan, tensors: list[TrainableTensor]) -> int:
+    """Exact optimizer-state bytes for these tensors (unsharded)."""
+    moment = 4 if plan.optimizer_state_dtype is StateDtype.fp32 else 2
+    opt = plan.optimizer
+    total = 0
+    for t in tensors:
+        if opt is Optimizer.adamw:
+            per = 2 * moment * t.numel  # m and v (Loshchilov & Hutter; torch.optim.AdamW)
+        elif opt in (Optimizer.adamw8bit, Optimizer.paged_adamw8bit):
+            if t.numel < BNB_MIN_8BIT_SIZE:
+                per = 8 * t.numel  # bitsandbytes keeps small tensors in 32-bit state
+            else:
+                # Dettmers et al. 2022: 1 byte per moment + one fp32 absmax per block.
+                blocks = -(-t.numel // plan.optimizer_block_size)
+                per = 2 * (t.numel + 4 * blocks)
+        elif opt in (Optimizer.sgd_momentum, Optimizer.lion):
+            per = moment * t.numel  # one momentum buffer (torch.optim.SGD; Chen et al. 2023)
+        elif opt is Optimizer.adafactor:
+            # Shazeer & Stern 2018: factored second moment (row + column sums) for matrices,
+            # full for vectors; no first moment (transformers' Adafactor default beta1=None).
+            per = 4 * (t.rows + t.cols if t.rows and t.cols else t.numel)
+        else:  # plain SGD keeps nothing
+            per = 0
+        total += per * t.count
+    return total
+
+
+def _weight_bytes_per_param(precision: Precision) -> int:
+    return 4 if precision is Precision.fp32 else 2
+
+
+def frozen_base_bytes(plan: Plan) -> int:
+    """Bytes of the frozen base model under LoRA (bf16) or QLoRA (NF4 + upcast parts)."""
+    arch = plan.model.architecture
+    p = plan.model.parameters
+    wbytes = _weight_bytes_per_param(plan.precision)
+    if plan.method is Method.lora:
+        return wbytes * p
+    bits = NF4_CODE_BITS + (
+        NF4_DOUBLE_QUANT_ABSMAX_BITS if plan.qlora_double_quant else NF4_ABSMAX_BITS
+    )
+    # bitsandbytes quantizes the weights of the linear layers inside the blocks; embeddings,
+    # lm_head, norms and biases stay unquantized (transformers' get_keys_to_not_convert).
+    quantized = sum(
+        lin.d_in * lin.d_out * lin.count for lin in arch.linear_layers if lin.group != "head"
+    )
+    quantized = round(quantized * p / arch.parameter_count)
+    # PEFT's prepare_model_for_kbit_training casts the non-quantized parameters to fp32.
+    rest_bytes = 4 if plan.qlora_upcast else wbytes
+    return round(quantized * bits / 8) + (p - quantized) * rest_bytes
+
+
+def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
+    """Per-GPU static bytes for `strategy` (default: the plan's), with offload applied."""
+    strategy = strategy or plan.strategy
+    tensors = trainable_tensors(plan)
+    trainable = sum(t.numel * t.count for t in tensors)
+    wbytes = _weight_bytes_per_param(plan.precision)
+    # Gradients in the parameter dtype; Megatron/DeepSpeed can add an fp32 accumulation buffer.
+    gbytes = wbytes + (4 if plan.fp32_grad_buffer and plan.precision is not Precision.fp32 else 0)
+    master_per = 4 if plan.precision is Precision.bf16_mixed else 0
+
+    if plan.method is Method.full:
+        weights = wbytes * plan.model.parameters
+    else:
+        weights = frozen_base_bytes(plan) + wbytes * trainable
+    gradients = gbytes * trainable
+    master = master_per * trainable
+    optimizer = optimizer_state_bytes(plan, tensors)
+
+    # Tensor parallelism splits every weight matrix (and its state) t ways (Megatron-LM).
+    t = plan.tp
+    n = plan.data_parallel
+    if strategy is Strategy.hsdp:
+        n = max(1, plan.hardware.gpus_per_node // t)  # shard inside a node, replicate across
+    shard_w, shard_g, shard_opt = STATE_SHARDING[strategy]
+    w = weights / t / (n if shard_w else 1)
+    g = gradients / t / (n if shard_g else 1)
+    m = master / t / (n if shard_opt else 1)
+    o = optimizer / t / (n if shard_opt else 1)
+
+    cpu = 0.0
+    if plan.offload is not Offload.none:
+        # ZeRO-Offload (Ren et al. 2021): master weights and optimizer state live in CPU RAM,
+        # where the step runs, with an fp32 copy of the gradients beside them.
+        cpu += m + o + 4 * trainable / t / (n if shard_opt else 1)
+        m = o = 0.0
+    if plan.offload is Offload.params:
+        # ZeRO-Infinity / FSDP CPUOffload: the parameter and gradient shards move too.
+        cpu += w + g
+        w = g = 0.0
+    bytes_per_param = (weights + gradients + master + optimizer) / plan.model.parameters
+    return StaticState(
+        weights=round(w),
+        gradients=round(g),
+        master_weights=round(m),
+        optimizer_states=round(o),
+        cpu_bytes=round(cpu),
+        trainable=trainable,
+        bytes_per_param=bytes_per_param,
+    )

@@ -1,0 +1,102 @@
+"""Memory that exists only during a phase of the step: communication buffers and the
+optimizer step's temporaries. The peak is the larger of the backward pass (activations,
+logits and buffers) and the optimizer step (its temporaries, once activations are freed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtui.estimator.plan import Offload, Optimizer, Plan, Precision, StateDtype, Strategy
+from memtui.estimator.state import StaticState, trainable_tensors
+
+# DeepSpeed's default reduce_bucket_size for ZeRO-1/2: 5e8 elements (DeepSpeed config docs).
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+
+
+@dataclass(frozen=True)
+class Transient:
+    persistent: int
+    """Buffers alive through the whole step (DDP's gradient buckets)."""
+    backward: int
+    """Buffers alive in forward/backward (gathered units, reduce-scatter buffers)."""
+    step: int
+    """Temporaries of the optimizer step on the GPU."""
+    detail: str
+
+    def peak_extra(self, activations: int) -> int:
+        """Bytes above static + activations at the step's peak."""
+        return self.persistent + max(self.backward, self.step - activations)
+
+
+def _grad_bytes(plan: Plan) -> int:
+    return 4 if plan.precision is Precision.fp32 else 2
+
+
+def communication_buffers(
+    plan: Plan, strategy: Strategy, state: StaticState
+) -> tuple[int, int, str]:
+    """(persistent, backward-phase) buffer bytes per GPU and a description."""
+    if plan.hardware.gpus == 1:
+        return 0, 0, "one GPU: no communication buffers"
+    arch = plan.model.architecture
+    scale = plan.model.parameters / arch.parameter_count
+    wb, gb, t = (4 if plan.precision is Precision.fp32 else 2), _grad_bytes(plan), plan.tp
+    trainable_share = state.trainable / plan.model.parameters
+    layer, outside = arch.layer_parameters * scale, arch.outside_layer_parameters * scale
+    if strategy in (Strategy.zero3, Strategy.fsdp, Strategy.hsdp):
+        # FSDP with per-block wrapping: the block being computed and the prefetched one are
+        # gathered, the root unit (embeddings, lm_head) stays gathered through fwd+bwd, and
+        # the unsharded gradients of a unit wait for their reduce-scatter (PyTorch FSDP notes).
+        gathered = wb * (outside + 2 * layer) / t
+        grads = gb * (outside + layer) * trainable_share / t
+        return (
+            0,
+            round(gathered + grads),
+            (
+                f"gathered root unit + 2 blocks {gathered / 1e9:.2f} GB, "
+                f"unsharded gradients of a unit {grads / 1e9:.2f} GB"
+            ),
+        )
+    if strategy is Strategy.fsdp_shard_grad_op:
+        grads = gb * (outside + layer) * trainable_share / t
+        return 0, round(grads), f"unsharded gradients of a unit {grads / 1e9:.2f} GB"
+    if strategy is Strategy.ddp:
+        # torch DDP without gradient_as_bucket_view keeps its buckets beside the gradients.
+        bucket = gb * state.trainable / t
+        return round(bucket), 0, f"DDP gradient buckets {bucket / 1e9:.2f} GB"
+    bucket = gb * min(DEEPSPEED_REDUCE_BUCKET, state.trainable / t)
+    return 0, round(bucket), f"DeepSpeed reduce bucket {bucket / 1e9:.2f} GB"
+
+
+def step_temporaries(plan: Plan, strategy: Strategy, state: StaticState) -> tuple[int, str]:
+    """GPU bytes the optimizer step allocates on top of the state (0 when it runs on CPU)."""
+    if plan.offload is not Offload.none:
+        return 0, "optimizer step runs on the CPU"
+    shards = plan.data_parallel if strategy is not Strategy.ddp else 1
+    if strategy is Strategy.hsdp:
+        shards = max(1, plan.hardware.gpus_per_node // plan.tp)
+    local = state.trainable / plan.tp / shards
+    moment = 4 if plan.optimizer_state_dtype is StateDtype.fp32 else 2
+    opt = plan.optimizer
+    if opt in (Optimizer.adamw, Optimizer.lion):
+        # torch.optim's foreach AdamW materialises sqrt(v) for every tensor of the group
+        # (_multi_tensor_adamw); Lion's update makes one interpolated copy of m.
+        temp, why = moment * local, "foreach temporaries (one moment-sized copy)"
+    elif opt is Optimizer.adafactor:
+        largest = max(t.numel for t in trainable_tensors(plan))
+        temp, why = 2 * 4 * largest, "per-tensor fp32 update and squared gradient"
+    else:  # bitsandbytes' fused 8-bit kernels and in-place SGD allocate nothing sizeable
+        temp, why = 0, "fused or in-place update"
+    if plan.precision is Precision.bf16_mixed and not plan.fp32_grad_buffer:
+        # The fp32 master update needs fp32 gradients: DeepSpeed copies the local partition,
+        # FSDP's mixed precision keeps fp32 gradient shards.
+        temp += 4 * local
+        why += " + fp32 gradient copy"
+    return round(temp), why
+
+
+def transient(plan: Plan, strategy: Strategy, state: StaticState) -> Transient:
+    persistent, backward, buffers = communication_buffers(plan, strategy, state)
+    step, why = step_temporaries(plan, strategy, state)
+    return Transient(persistent, backward, step, f"{buffers}; optimizer step: {why}")
