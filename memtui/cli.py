@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memtui import __version__
-from memtui.commands import estimate, models
+from memtui.commands import estimate, models, watch
 from memtui.errors import UsageError
 
-SUBCOMMANDS = (estimate, models)
+SUBCOMMANDS = (estimate, models, watch)
 
 
 class OneLineParser(argparse.ArgumentParser):

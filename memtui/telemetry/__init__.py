@@ -16,6 +16,9 @@ from memtui.telemetry.models import (
     ProcessSnapshot,
     SourceState,
 )
+from memtui.telemetry.nvml import STEADY_CALLS_PER_GPU, NvmlSource
+from memtui.telemetry.recorder import Recorder, read_trace
+from memtui.telemetry.replay import ReplaySource
 from memtui.telemetry.source import (
     BoundedSource,
     TelemetrySource,
@@ -23,16 +26,30 @@ from memtui.telemetry.source import (
     parse_only,
     select_devices,
 )
+from memtui.telemetry.synthetic import H100_80GB_TOTAL_BYTES, SyntheticSource
 
 __all__ = [
+    "H100_80GB_TOTAL_BYTES",
+    "STEADY_CALLS_PER_GPU",
     "TRACE_FORMAT",
     "BoundedSource",
     "DeviceSnapshot",
     "NodeSnapshot",
+    "NvmlSource",
     "ProcessSnapshot",
+    "Recorder",
+    "ReplaySource",
     "SourceState",
+    "SyntheticSource",
     "TelemetrySource",
     "matches_only",
+    "open_nvml",
     "parse_only",
+    "read_trace",
     "select_devices",
 ]
+
+
+def open_nvml(only: tuple[str, ...] = (), timeout_s: float = 5.0) -> BoundedSource:
+    """The live source as the UI and `memtui watch` use it: NVML behind a poll timeout."""
+    return BoundedSource(NvmlSource(only), timeout_s=timeout_s)

@@ -1,0 +1,237 @@
+"""`memtui watch`: GPU memory and processes as a table or JSON, like `nvidia-smi`/`gpustat`.
+
+    memtui watch --once                 one table of GPUs and processes
+    memtui watch --once --json          the snapshot as JSON (bytes; None is "n/a")
+    memtui watch --interval 2           a table every 2 s (JSON lines with --json)
+    memtui watch --record run.jsonl     also append every snapshot to a JSONL trace
+    memtui watch --replay run.jsonl     play a trace back (--speed 10: ten times faster)
+    memtui watch --demo                 a synthetic 8-GPU node running a job
+    memtui watch --only 0,GPU-5f3a      only these GPUs (NVML index or UUID prefix)
+
+Exit codes: 0 when the data was read, and also when this machine has no NVIDIA driver (one
+line says so); 1 when NVML is present but unusable (driver not loaded, version mismatch,
+no permission, timeout); 2 for a usage error (e.g. `--only` matches no GPU).
+
+The top level imports only argparse: telemetry, psutil, pynvml and rich load in `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from memtui.errors import UsageError
+
+if TYPE_CHECKING:
+    from memtui.telemetry import DeviceSnapshot, NodeSnapshot, TelemetrySource
+
+MiB = 1024**2
+GiB = 1024**3
+
+
+def register(subparsers: Any) -> None:
+    """Add the `watch` subcommand."""
+    p = subparsers.add_parser(
+        "watch",
+        help="show GPU memory and processes (NVML), once or every few seconds",
+        description="Show GPU memory and processes, like nvidia-smi. Sizes in MiB/GiB.",
+    )
+    p.add_argument("--once", action="store_true", help="poll once, print, exit")
+    p.add_argument("--json", action="store_true", help="print snapshots as JSON")
+    p.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between polls (1)"
+    )
+    p.add_argument("--count", type=int, metavar="N", help="stop after N polls")
+    p.add_argument("--only", metavar="GPUS", help="comma-separated NVML indices or UUIDs")
+    p.add_argument("--record", metavar="FILE", help="append each snapshot to a JSONL trace")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--replay", metavar="FILE", help="play back a recorded JSONL trace")
+    source.add_argument("--demo", action="store_true", help="a synthetic node running a job")
+    p.add_argument(
+        "--speed", type=float, default=1.0, metavar="X", help="replay speed; 0 = one line per poll"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="give up on a poll after S s (5)"
+    )
+    p.add_argument("--demo-gpus", type=int, default=8, metavar="N", help="GPUs in --demo (8)")
+    p.add_argument("--demo-card", default="NVIDIA H100 80GB HBM3", help="card name in --demo")
+    p.add_argument("--demo-total-bytes", type=int, metavar="B", help="memory per GPU in --demo")
+    p.add_argument("--demo-budget-bytes", type=int, metavar="B", help="job budget per GPU")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --demo node (0)")
+    p.set_defaults(run=run)
+
+
+def _open(args: argparse.Namespace, only: tuple[str, ...]) -> TelemetrySource:
+    from memtui import telemetry
+
+    if args.replay:
+        return telemetry.ReplaySource(args.replay, speed=args.speed or None, only=only)
+    if args.demo:
+        kwargs: dict[str, Any] = {"card": args.demo_card, "seed": args.seed, "only": only}
+        if args.once:
+            # one table: show the job settled (past its ramp), not its first second
+            kwargs["start"] = time.time() - 75.0
+        if args.demo_total_bytes is not None:
+            kwargs["total_bytes"] = args.demo_total_bytes
+        if args.demo_budget_bytes is not None:
+            kwargs["budget_bytes"] = args.demo_budget_bytes
+        try:
+            return telemetry.SyntheticSource(args.demo_gpus, **kwargs)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+    return telemetry.open_nvml(only, timeout_s=args.timeout)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Poll the chosen source once or in a loop; print tables or JSON."""
+    from memtui.telemetry import Recorder, SourceState, parse_only
+
+    if args.interval <= 0:
+        raise UsageError(f"--interval must be positive, not {args.interval}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    only = parse_only(args.only)
+    source = _open(args, only)
+    recorder = Recorder(args.record) if args.record else None
+    polls = 0
+    snapshot = None
+    try:
+        while True:
+            started = time.monotonic()
+            snapshot = source.poll()
+            polls += 1
+            if recorder is not None:
+                recorder.write(snapshot)
+            if args.json:
+                indent = 2 if args.once else None
+                print(snapshot.model_dump_json(indent=indent), flush=True)
+            else:
+                _print_table(snapshot, clear=not args.once and polls > 1)
+            if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
+                return 2  # --only matched nothing: a usage error, say it once and stop
+            done = args.once or (args.count is not None and polls >= args.count)
+            if done or snapshot.state is SourceState.ENDED:
+                break
+            if snapshot.state is SourceState.NO_LIBRARY:
+                break  # no driver on this machine: nothing will change by waiting
+            time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if recorder is not None:
+            recorder.close()
+        source.close()
+    return _exit_code(snapshot.state if snapshot is not None else SourceState.OK)
+
+
+def _exit_code(state: Any) -> int:
+    from memtui.telemetry import SourceState
+
+    if state in (SourceState.OK, SourceState.NO_LIBRARY, SourceState.ENDED):
+        return 0
+    return 1
+
+
+def format_bytes(value: int | None) -> str:
+    """Bytes for people: "n/a", "512 MiB" or "63.9 GiB" (binary units, said explicitly)."""
+    if value is None:
+        return "n/a"
+    if value < GiB:
+        return f"{value / MiB:.0f} MiB"
+    return f"{value / GiB:.1f} GiB"
+
+
+def _percent(value: int | None) -> str:
+    return "n/a" if value is None else f"{value}%"
+
+
+def _device_name(d: DeviceSnapshot) -> str:
+    name = d.name or "n/a"
+    if d.mig_enabled:
+        name += " [MIG on]"
+    if d.host_memory_fallback:
+        name += " (host memory)"
+    return name
+
+
+def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    if clear and console.is_terminal:
+        console.clear()
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
+    parts = [snapshot.hostname or "", stamp, f"source {snapshot.source}"]
+    if snapshot.driver_version:
+        parts.append(f"driver {snapshot.driver_version}")
+    if snapshot.cuda_version:
+        parts.append(f"CUDA {snapshot.cuda_version}")
+    if snapshot.state.value != "ok":
+        # one clear line: what is wrong and the usual remedy (e.g. no NVIDIA driver here)
+        console.print(f"memtui watch: {snapshot.message}", markup=False, soft_wrap=True)
+        if not snapshot.devices:
+            return
+    console.print("  ".join(p for p in parts if p), markup=False, soft_wrap=True)
+
+    gpus = Table(box=None, pad_edge=False, header_style="bold")
+    for column, justify in (
+        ("GPU", "left"),
+        ("Name", "left"),
+        ("Used", "right"),
+        ("Total", "right"),
+        ("Free", "right"),
+        ("Reserved", "right"),
+        ("Use%", "right"),
+        ("Util", "right"),
+        ("Procs", "right"),
+    ):
+        gpus.add_column(column, justify=justify)  # type: ignore[arg-type]
+    notes: list[str] = []
+    for d in snapshot.devices:
+        if d.lost:
+            gpus.add_row(d.label, _device_name(d), "LOST", "", "", "", "", "", "")
+            notes.append(f"GPU {d.label}: {d.error or 'lost'}")
+            continue
+        frac = d.used_fraction
+        gpus.add_row(
+            d.label,
+            _device_name(d),
+            format_bytes(d.memory_used),
+            format_bytes(d.memory_total),
+            format_bytes(d.memory_free),
+            format_bytes(d.memory_reserved),
+            "n/a" if frac is None else f"{frac:.0%}",
+            _percent(d.utilization_gpu),
+            "n/a" if d.processes is None else str(len(d.processes)),
+        )
+        if d.host_memory_fallback:
+            notes.append(f"GPU {d.label}: unified memory, figures are the host's RAM")
+        if d.processes_note:
+            notes.append(f"GPU {d.label}: {d.processes_note}")
+    console.print(gpus)
+
+    procs = Table(box=None, pad_edge=False, header_style="bold")
+    for column, justify in (
+        ("GPU", "left"),
+        ("PID", "right"),
+        ("User", "left"),
+        ("GPU memory", "right"),
+        ("Command", "left"),
+    ):
+        procs.add_column(column, justify=justify, overflow="ellipsis", no_wrap=True)  # type: ignore[arg-type]
+    rows = 0
+    for d in snapshot.devices:
+        for p in d.processes or ():
+            command = p.command or p.name or "(not visible here)"
+            procs.add_row(d.label, str(p.pid), p.user or "?", format_bytes(p.used_bytes), command)
+            rows += 1
+    if rows:
+        console.print()
+        console.print(procs)
+    elif snapshot.devices:
+        console.print("no compute processes")
+    for note in notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)

@@ -1,0 +1,136 @@
+"""Replay a recorded JSONL trace as a telemetry source (`memtui watch --replay FILE`).
+
+At `speed=1` a poll returns the snapshot that was current at the same offset into the
+recording; `speed=10` plays ten times faster; `speed=None` steps one line per poll (tests,
+benchmarks). Snapshots keep their recorded `time`; `source` becomes "replay:<file name>".
+At the end the last snapshot is repeated with state ENDED, or the trace restarts if `loop`.
+The trace is read lazily, so hours of recording cost no memory up front.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from memtui.telemetry.models import NodeSnapshot, SourceState, failed_snapshot
+from memtui.telemetry.recorder import parse_line
+from memtui.telemetry.source import select_devices
+
+
+class ReplaySource:
+    """A `TelemetrySource` reading a JSONL trace written by `Recorder`."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        speed: float | None = 1.0,
+        loop: bool = False,
+        only: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = Path(path)
+        self.speed = speed if speed else None
+        self.loop = loop
+        self.only = tuple(only)
+        self.name = f"replay:{self.path.name}"
+        self._clock = clock
+        self._file: TextIO | None = None
+        self._lines: Iterator[NodeSnapshot] | None = None
+        self._current: NodeSnapshot | None = None
+        self._pending: NodeSnapshot | None = None
+        self._first_time = 0.0
+        self._started = 0.0
+        self._ended = False
+
+    def _open(self) -> None:
+        self.close()
+        self._file = self.path.open(encoding="utf-8")
+        self._lines = (s for s in map(parse_line, self._file) if s is not None)
+        self._current = self._pending = None
+        self._ended = False
+        self._started = self._clock()
+
+    def _next(self) -> NodeSnapshot | None:
+        assert self._lines is not None
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            return pending
+        return next(self._lines, None)
+
+    def poll(self) -> NodeSnapshot:
+        """The trace's snapshot for now (or the next one, in step mode)."""
+        try:
+            if self._lines is None:
+                self._open()
+            snapshot = self._advance()
+            if snapshot is None and self.loop and self._current is not None:
+                self._open()
+                snapshot = self._advance()
+        except OSError as err:
+            return failed_snapshot(
+                SourceState.ERROR,
+                f"cannot read trace {self.path}: {err.strerror or err}",
+                "check the path given to --replay",
+                time=time.time(),
+                source=self.name,
+            )
+        if snapshot is None:
+            if self._current is None:
+                return failed_snapshot(
+                    SourceState.ENDED,
+                    f"trace {self.path.name} holds no snapshots",
+                    "record one with `memtui watch --record FILE`",
+                    time=time.time(),
+                    source=self.name,
+                )
+            self._ended = True
+            snapshot = self._current.model_copy(
+                update={"state": SourceState.ENDED, "reason": "end of replay", "remedy": None}
+            )
+            return select_devices(snapshot.model_copy(update={"source": self.name}), self.only)
+        return select_devices(snapshot.model_copy(update={"source": self.name}), self.only)
+
+    def _advance(self) -> NodeSnapshot | None:
+        """Move to the snapshot due now; None when the trace is exhausted."""
+        if self.speed is None:  # step mode: one line per poll
+            snapshot = self._next()
+            if snapshot is not None:
+                self._current = snapshot
+            return snapshot
+        if self._current is None:
+            first = self._next()
+            if first is None:
+                return None
+            self._current = first
+            self._first_time = first.time
+            return first
+        due = self._first_time + (self._clock() - self._started) * self.speed
+        while True:
+            candidate = self._next()
+            if candidate is None:
+                # no more lines: keep the current one until its successor would be due
+                return None if self._past_last(due) else self._current
+            if candidate.time > due:
+                self._pending = candidate
+                return self._current
+            self._current = candidate
+
+    def _past_last(self, due: float) -> bool:
+        # the last snapshot stays on screen for one more second of recorded time
+        assert self._current is not None
+        return due > self._current.time + 1.0
+
+    @property
+    def ended(self) -> bool:
+        """True once the whole trace has been played (and `loop` is off)."""
+        return self._ended
+
+    def close(self) -> None:
+        """Close the trace file. Safe to call twice."""
+        if self._file is not None:
+            self._file.close()
+        self._file = None
+        self._lines = None
