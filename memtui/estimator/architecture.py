@@ -282,7 +282,7 @@ class Architecture(BaseModel):
 
     @cached_property
     def layer_parameters(self) -> int:
-        """Parameters of the largest decoder layer: the FSDP / ZeRO-3 unit when wrapping per block."""
+        """Parameters of the largest decoder layer: the FSDP/ZeRO-3 unit when wrapping per block."""
         in_layers = sum(t.numel * t.count for t in self.tensors if t.in_layer)
         if not self.moe_layer_count or self.moe_layer_count == self.num_layers:
             return in_layers // self.num_layers

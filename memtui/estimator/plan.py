@@ -95,7 +95,7 @@ class ModelSpec(BaseModel):
     def from_parameters(cls, parameters: int, name: str | None = None) -> ModelSpec:
         """A bare parameter count: state is exact, activations use an assumed shape."""
         return cls(
-            name=name or f"{parameters:,} parameters",
+            name=name or f"{parameters / 1e9:g}B parameters (bare count)",
             parameters=parameters,
             architecture=Architecture.assumed_from_parameters(parameters),
         )
@@ -116,7 +116,7 @@ class Hardware(BaseModel):
     """Nodes; GPUs in all = gpus_per_node x nodes."""
     gpu_memory: int = Field(81559 * 2**20, gt=0)
     """Bytes per GPU, as NVML reports the total (default: H100 80GB, 81559 MiB)."""
-    gpu_name: str = "H100 80GB"
+    gpu_name: str = "H100 80GB SXM"
     """The card, for display."""
     intra_node_bandwidth: float = Field(450e9, gt=0)
     """Bytes/s per GPU per direction inside a node (NVLink 4: 450 GB/s)."""

@@ -142,6 +142,11 @@ def _weight_bytes_per_param(precision: Precision) -> int:
     return 4 if precision is Precision.fp32 else 2
 
 
+def nf4_bits_per_param(double_quant: bool) -> float:
+    """Bits per quantized base weight: 4.5 with fp32 absmax, 4.127 with double quantization."""
+    return NF4_CODE_BITS + (NF4_DOUBLE_QUANT_ABSMAX_BITS if double_quant else NF4_ABSMAX_BITS)
+
+
 def frozen_base_bytes(plan: Plan) -> int:
     """Bytes of the frozen base model under LoRA (bf16) or QLoRA (NF4 + upcast parts)."""
     arch = plan.model.architecture
@@ -149,9 +154,7 @@ def frozen_base_bytes(plan: Plan) -> int:
     wbytes = _weight_bytes_per_param(plan.precision)
     if plan.method is Method.lora:
         return wbytes * p
-    bits = NF4_CODE_BITS + (
-        NF4_DOUBLE_QUANT_ABSMAX_BITS if plan.qlora_double_quant else NF4_ABSMAX_BITS
-    )
+    bits = nf4_bits_per_param(plan.qlora_double_quant)
     # bitsandbytes quantizes the weights of the linear layers inside the blocks; embeddings,
     # lm_head, norms and biases stay unquantized (transformers' get_keys_to_not_convert).
     quantized = sum(

@@ -1,0 +1,78 @@
+"""Human output of `memtui estimate`: rich tables in GB (10^9 bytes), said on every header."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from memtui.estimator.units import GB, format_count
+
+
+def _gb(n: int) -> str:
+    return f"{n / GB:,.2f}"
+
+
+def print_report(plan: Any, report: Any, console: Console | None = None) -> None:
+    console = console or Console()
+    b, hw = report.budget, plan.hardware
+    arch = plan.model.architecture
+    console.print(
+        f"[bold]{plan.model.name}[/]: {format_count(report.parameters.total)} parameters "
+        f"({format_count(report.parameters.trainable)} trainable), {plan.method.value}, "
+        f"{plan.precision.value}, {plan.optimizer.value}, {plan.strategy.value} on "
+        f"{hw.nodes} x {hw.gpus_per_node} x {hw.gpu_name} ({hw.gpu_memory / GB:.1f} GB each)"
+    )
+    console.print(
+        f"micro-batch {plan.micro_batch} x seq {plan.seq_len} x accum {plan.grad_accum}, "
+        f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}, "
+        f"{arch.num_layers} layers; static state {report.bytes_per_param:.2f} B/param"
+    )
+    for note in report.assumptions:
+        console.print(f"[dim]assumed: {note}[/]")
+
+    terms = Table(title="Per-GPU budget", title_justify="left")
+    terms.add_column("Term")
+    terms.add_column("GB", justify="right")
+    terms.add_column("Source", overflow="fold")
+    for t in b.terms:
+        terms.add_row(t.label, _gb(t.bytes), t.source)
+    terms.add_row("[bold]Total[/]", f"[bold]{_gb(b.total)}[/]", f"static {_gb(b.static)} GB")
+    terms.add_row("Capacity", _gb(b.capacity), hw.gpu_name)
+    console.print(terms)
+    verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
+    console.print(f"{verdict}: headroom {_gb(b.headroom)} GB per GPU")
+    if b.cpu_ram:
+        console.print(f"CPU RAM for offload: {_gb(b.cpu_ram * hw.gpus_per_node)} GB per node")
+
+    strat = Table(title="Strategies (per GPU)", title_justify="left")
+    for col in ("Strategy", "Static GB", "Total GB", "Fits", "Max micro-batch"):
+        strat.add_column(col, justify="left" if col == "Strategy" else "right")
+    for row in report.strategies:
+        mark = "*" if row.strategy is plan.strategy else ""
+        strat.add_row(
+            f"{row.strategy.value}{mark}",
+            _gb(row.per_gpu_static),
+            _gb(row.per_gpu_total),
+            "yes" if row.fits else ("static only" if row.fits_static else "no"),
+            str(row.max_micro_batch),
+        )
+    console.print(strat)
+
+    levers = Table(title="Levers, in the order to pull them", title_justify="left")
+    for col in ("Lever", "Saves GB", "Cost", "State"):
+        levers.add_column(col, justify="right" if col == "Saves GB" else "left")
+    for lever in report.levers:
+        levers.add_row(
+            lever.name,
+            "-" if lever.applied else _gb(lever.saves_bytes),
+            lever.cost,
+            "on" if lever.applied else "pending",
+        )
+    console.print(levers)
+    c = report.communication
+    console.print(
+        f"Communication: {_gb(c.bytes_per_gpu_per_step)} GB per GPU per step, "
+        f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
+    )

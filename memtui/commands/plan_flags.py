@@ -1,0 +1,284 @@
+"""The plan flags shared by `memtui estimate` and the dashboard (one parser, one meaning).
+
+Flag names follow what DeepSpeed and FSDP users already say (zero3, fsdp, micro-batch,
+grad-accum). Values are checked here and by the Plan's pydantic validators; every problem
+becomes one line: what is wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from memtui.errors import UsageError
+
+DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
+
+
+def _gpu_memory(text: str) -> tuple[int, str, str | None]:
+    """(bytes, card name, its default interconnect) for a size or a card preset."""
+    from memtui.estimator.hardware import GPUS, gpu_preset
+    from memtui.estimator.units import parse_size
+
+    preset = gpu_preset(text)
+    if preset:
+        return preset.memory, preset.name, preset.intra_node
+    try:
+        return parse_size(text), f"{text} GPU", None
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err}, or a card: {', '.join(GPUS)}") from None
+
+
+def _size(text: str) -> int:
+    from memtui.estimator.units import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _count(text: str) -> int:
+    from memtui.estimator.units import parse_count
+
+    try:
+        return parse_count(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction; use 0.025 or 2.5%") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _bandwidth(presets: dict[str, float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        key = text.strip().lower()
+        if key in presets:
+            return presets[key]
+        try:
+            return float(key.removesuffix("gb/s")) * 1e9
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a link; use GB/s per GPU (e.g. 450) or one of: "
+                f"{', '.join(presets)}"
+            ) from None
+
+    return parse
+
+
+def _choices(enum: type[Any]) -> list[str]:
+    return [e.value for e in enum]
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every plan flag to `parser`."""
+    from memtui.estimator import hardware as hw
+    from memtui.estimator.plan import (
+        Attention,
+        Checkpointing,
+        Method,
+        Offload,
+        Optimizer,
+        Precision,
+        StateDtype,
+        Strategy,
+    )
+
+    g = parser.add_argument_group("model")
+    g.add_argument(
+        "--model",
+        help=f"catalog id, config.json, model folder or cached repo id (default {DEFAULT_MODEL})",
+    )
+    g.add_argument("--params", type=_count, help="a bare parameter count instead: 13B, 13e9")
+    g = parser.add_argument_group("hardware")
+    g.add_argument("--gpus", type=_positive, help="GPUs per node (default 8)")
+    g.add_argument("--nodes", type=_positive, help="nodes (default 1)")
+    g.add_argument(
+        "--gpu-memory",
+        type=_gpu_memory,
+        metavar="SIZE|CARD",
+        help="memory per GPU: 80GB, 80GiB, 81559MiB or a card (h100-sxm, a100-80gb...)",
+    )
+    g.add_argument(
+        "--intra-node",
+        type=_bandwidth(hw.INTRA_NODE),
+        metavar="LINK",
+        help=f"link inside a node: GB/s or {', '.join(hw.INTRA_NODE)}",
+    )
+    g.add_argument(
+        "--inter-node",
+        type=_bandwidth(hw.INTER_NODE),
+        metavar="LINK",
+        help=f"link across nodes: GB/s or {', '.join(hw.INTER_NODE)}",
+    )
+    g = parser.add_argument_group("method")
+    g.add_argument("--method", choices=_choices(Method))
+    g.add_argument("--lora-rank", type=_positive)
+    g.add_argument("--lora-targets", help="attention, all-linear, or module names: q_proj,v_proj")
+    g.add_argument(
+        "--lora-fraction",
+        type=_fraction,
+        help="adapter size as a share of the model: 0.025 or 2.5%% (bare counts)",
+    )
+    g.add_argument(
+        "--double-quant",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="QLoRA double quantization (default on)",
+    )
+    g.add_argument(
+        "--kbit-upcast",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="QLoRA: PEFT's fp32 upcast of non-quantized parameters (default on)",
+    )
+    g = parser.add_argument_group("precision and optimizer")
+    g.add_argument("--precision", choices=_choices(Precision))
+    g.add_argument(
+        "--fp32-grad-buffer",
+        action="store_true",
+        default=None,
+        help="keep an fp32 gradient accumulation buffer (+4 B/param)",
+    )
+    g.add_argument("--optimizer", choices=_choices(Optimizer))
+    g.add_argument("--optimizer-state-dtype", choices=_choices(StateDtype))
+    g.add_argument(
+        "--optimizer-block-size",
+        type=_positive,
+        help="8-bit optimizers' absmax block (256 current bitsandbytes, 2048 paper)",
+    )
+    g = parser.add_argument_group("sharding")
+    g.add_argument("--strategy", choices=_choices(Strategy))
+    g.add_argument("--offload", choices=_choices(Offload))
+    g = parser.add_argument_group("activations")
+    g.add_argument("--micro-batch", type=_positive)
+    g.add_argument("--seq-len", type=_positive)
+    g.add_argument("--grad-accum", type=_positive)
+    g.add_argument("--attention", choices=_choices(Attention))
+    g.add_argument("--checkpointing", choices=_choices(Checkpointing))
+    g.add_argument("--tp", type=_positive, help="tensor-parallel degree (sequence parallel on)")
+    g = parser.add_argument_group("runtime overhead")
+    g.add_argument(
+        "--overhead",
+        choices=["auto", "none"],
+        help="auto: CUDA context, NCCL, fragmentation; none: the model's memory only",
+    )
+    g.add_argument("--cuda-context", type=_size, metavar="SIZE")
+    g.add_argument("--nccl-buffers", type=_size, metavar="SIZE")
+    g.add_argument("--fragmentation", type=_fraction, metavar="FRACTION")
+
+
+_PLAN_FIELDS = {
+    "method": "method",
+    "lora_rank": "lora_rank",
+    "lora_fraction": "lora_fraction",
+    "double_quant": "qlora_double_quant",
+    "kbit_upcast": "qlora_upcast",
+    "precision": "precision",
+    "fp32_grad_buffer": "fp32_grad_buffer",
+    "optimizer": "optimizer",
+    "optimizer_state_dtype": "optimizer_state_dtype",
+    "optimizer_block_size": "optimizer_block_size",
+    "strategy": "strategy",
+    "offload": "offload",
+    "micro_batch": "micro_batch",
+    "seq_len": "seq_len",
+    "grad_accum": "grad_accum",
+    "attention": "attention",
+    "checkpointing": "checkpointing",
+    "tp": "tp",
+}
+_HARDWARE_FIELDS = {
+    "gpus": "gpus_per_node",
+    "nodes": "nodes",
+    "intra_node": "intra_node_bandwidth",
+    "inter_node": "inter_node_bandwidth",
+}
+_OVERHEAD_FIELDS = {
+    "cuda_context": "cuda_context",
+    "nccl_buffers": "nccl",
+    "fragmentation": "fragmentation",
+}
+
+
+def _given(args: argparse.Namespace, fields: dict[str, str]) -> dict[str, Any]:
+    return {
+        field: getattr(args, flag)
+        for flag, field in fields.items()
+        if getattr(args, flag, None) is not None
+    }
+
+
+def one_line(err: Exception) -> str:
+    """A pydantic ValidationError (or any error) as one line a user understands."""
+    from pydantic import ValidationError
+
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        return f"{where}: {msg}" if where else msg
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def plan_from_args(args: argparse.Namespace, base: Any = None) -> Any:
+    """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
+    from pydantic import ValidationError
+
+    from memtui.estimator.configs import ModelConfigError
+    from memtui.estimator.hardware import INTRA_NODE
+    from memtui.estimator.model_source import load_model
+    from memtui.estimator.plan import Hardware, ModelSpec, OverheadSettings, Plan
+    from memtui.estimator.state import trainable_tensors
+
+    if args.model and args.params:
+        raise UsageError("give --model or --params, not both")
+    try:
+        if args.params:
+            model = ModelSpec.from_parameters(args.params)
+        elif args.model or base is None:
+            model = load_model(args.model or DEFAULT_MODEL)
+        else:
+            model = base.model
+        hw = _given(args, _HARDWARE_FIELDS)
+        if args.gpu_memory is not None:
+            memory, name, link = args.gpu_memory
+            hw.update(gpu_memory=memory, gpu_name=name)
+            if link and args.intra_node is None:
+                hw["intra_node_bandwidth"] = INTRA_NODE[link]
+        hardware = Hardware(**{**(base.hardware if base else Hardware()).model_dump(), **hw})
+        overhead = (base.overhead if base else OverheadSettings()).model_dump()
+        overhead.update(_given(args, _OVERHEAD_FIELDS))
+        if args.overhead:
+            overhead["enabled"] = args.overhead != "none"
+        overhead = OverheadSettings(**overhead)
+        fields = _given(args, _PLAN_FIELDS)
+        if args.lora_targets:
+            fields["lora_targets"] = tuple(
+                t.strip() for t in args.lora_targets.split(",") if t.strip()
+            )
+        current = base.model_dump() if base else {}
+        current.update(model=model, hardware=hardware, overhead=overhead, **fields)
+        plan = Plan(**current)
+        trainable_tensors(plan)  # surfaces a LoRA target that matches nothing
+        return plan
+    except (ValidationError, ModelConfigError, ValueError) as err:
+        raise UsageError(one_line(err)) from None
