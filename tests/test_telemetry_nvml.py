@@ -1,0 +1,375 @@
+"""The NVML source against the fake libnvidia-ml, in-process, through the real pynvml.
+
+One test per fault from issue 3, each asserting what the user would see in the snapshot
+(state, reason, remedy, lost flags, "n/a" fields, notes), plus the NVML call budget.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import psutil
+import pytest
+from fake_nvml.harness import FakeNvml, GiB, MiB, gpu, mig_instance, node
+
+from memtui.telemetry import (
+    STEADY_CALLS_PER_GPU,
+    BoundedSource,
+    NvmlSource,
+    SourceState,
+)
+from memtui.telemetry.processes import OTHER_NAMESPACE_NOTE
+
+ME = os.getpid()  # a PID that psutil can see: the test process itself
+
+
+@pytest.fixture
+def source(fake_nvml_in_process: FakeNvml) -> Iterator[NvmlSource]:
+    src = NvmlSource()
+    yield src
+    src.close()
+
+
+def test_healthy_node_reports_versions_memory_and_processes(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(
+        {
+            "driver": "555.42.06",
+            "cuda": 12050,
+            "gpus": [
+                gpu(0, used=30 * GiB, reserved=512 * MiB, util=(97, 41), procs=[(ME, 29 * GiB)])
+            ],
+        }
+    )
+    snap = source.poll()
+    assert snap.state is SourceState.OK and snap.reason is None
+    assert (snap.driver_version, snap.cuda_version) == ("555.42.06", "12.5")
+    (d,) = snap.devices
+    assert d.name == "NVIDIA H100 80GB HBM3"
+    assert d.uuid and d.uuid.startswith("GPU-")
+    assert d.memory_total == 81559 * MiB
+    assert d.memory_used == 30 * GiB  # v2: used excludes reserved
+    assert d.memory_reserved == 512 * MiB
+    assert d.memory_free == 81559 * MiB - 30 * GiB - 512 * MiB
+    assert (d.utilization_gpu, d.utilization_memory) == (97, 41)
+    (p,) = d.processes or ()
+    assert (p.pid, p.used_bytes) == (ME, 29 * GiB)
+    assert p.name == psutil.Process(ME).name()
+    assert p.user == psutil.Process(ME).username()
+    assert p.command == " ".join(psutil.Process(ME).cmdline())
+    assert d.processes_note is None and not d.lost and not d.host_memory_fallback
+
+
+def test_library_missing_is_a_state_with_remedy(
+    monkeypatch: pytest.MonkeyPatch, fake_nvml_in_process: FakeNvml
+) -> None:
+    """No libnvidia-ml.so.1 at all (this machine's real state): pynvml's CDLL fails."""
+    import pynvml
+    from fake_nvml.harness import reset_pynvml
+
+    reset_pynvml(None)
+
+    def no_library(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(pynvml, "CDLL", no_library)
+    src = NvmlSource()
+    snap = src.poll()
+    assert snap.state is SourceState.NO_LIBRARY
+    assert snap.devices == ()
+    assert "libnvidia-ml.so.1" in (snap.reason or "")
+    assert "driver" in (snap.remedy or "")
+    assert src.poll().state is SourceState.NO_LIBRARY  # polls again without raising
+    src.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "state", "reason_part", "remedy_part"),
+    [
+        (9, SourceState.DRIVER_NOT_LOADED, "driver not loaded", "modprobe nvidia"),
+        (18, SourceState.VERSION_MISMATCH, "driver and library versions differ", "reboot"),
+        (4, SourceState.NO_PERMISSION, "no permission", "/dev/nvidia"),
+        (999, SourceState.ERROR, "Unknown Error", "nvidia-smi"),
+    ],
+)
+def test_init_failures_become_states(
+    fake_nvml_in_process: FakeNvml,
+    source: NvmlSource,
+    code: int,
+    state: SourceState,
+    reason_part: str,
+    remedy_part: str,
+) -> None:
+    fake_nvml_in_process.write({**node(2), "errors": {"nvmlInitWithFlags": code}})
+    snap = source.poll()
+    assert snap.state is state
+    assert reason_part in (snap.reason or "")
+    assert remedy_part in (snap.remedy or "")
+    assert "\n" not in (snap.message or "")
+    assert snap.devices == ()
+    # the fault clears (driver loaded, module reloaded): the next poll recovers by itself
+    fake_nvml_in_process.write(node(2))
+    recovered = source.poll()
+    assert recovered.state is SourceState.OK and len(recovered.devices) == 2
+
+
+def test_gpu_lost_mid_run_marks_only_that_gpu(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(node(4, 1))
+    assert [d.lost for d in source.poll().devices] == [False] * 4
+    scenario = node(4, 1, used=40 * GiB)
+    scenario["errors"] = {"nvmlDeviceGetMemoryInfo_v2@2": 15}
+    fake_nvml_in_process.write(scenario)
+    snap = source.poll()
+    assert snap.state is SourceState.OK
+    assert [d.lost for d in snap.devices] == [False, False, True, False]
+    lost = snap.devices[2]
+    assert lost.memory_used is None and lost.processes is None
+    assert lost.uuid and lost.name  # still identifiable on screen
+    assert "GPU is lost" in (lost.error or "") and "reboot" in (lost.error or "")
+    # the other three kept updating
+    assert [snap.devices[i].memory_used for i in (0, 1, 3)] == [40 * GiB] * 3
+
+
+def test_device_error_other_than_lost_also_marks_it(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({**node(2), "errors": {"nvmlDeviceGetUtilizationRates@1": 999}})
+    snap = source.poll()
+    assert [d.lost for d in snap.devices] == [False, True]
+    assert "Unknown Error" in (snap.devices[1].error or "")
+
+
+def test_driver_unloaded_mid_run_becomes_source_state(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(node(2))
+    assert source.poll().ok
+    fake_nvml_in_process.write({**node(2), "errors": {"nvmlDeviceGetMemoryInfo_v2": 9}})
+    assert source.poll().state is SourceState.DRIVER_NOT_LOADED
+    fake_nvml_in_process.write(node(2))
+    assert source.poll().ok
+
+
+def test_memory_not_supported_falls_back_to_host_memory(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    """Unified-memory parts (GB10, GH200-class) answer NOT_SUPPORTED to both memory calls."""
+    fake_nvml_in_process.write(
+        {
+            **node(2),
+            "errors": {"nvmlDeviceGetMemoryInfo_v2@0": 3, "nvmlDeviceGetMemoryInfo@0": 3},
+        }
+    )
+    snap = source.poll()
+    unified, normal = snap.devices
+    assert unified.host_memory_fallback and not unified.lost
+    assert unified.memory_total == psutil.virtual_memory().total
+    assert unified.memory_reserved is None
+    assert not normal.host_memory_fallback and normal.memory_total == 81559 * MiB
+    # the fallback is remembered: no more NVML memory calls for that GPU
+    fake_nvml_in_process.reset_calls()
+    source.poll()
+    calls = fake_nvml_in_process.calls()
+    assert calls["nvmlDeviceGetMemoryInfo_v2"] == 1 and calls["nvmlDeviceGetMemoryInfo"] == 0
+
+
+def test_utilization_not_supported_is_na_and_not_asked_again(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({**node(1), "errors": {"nvmlDeviceGetUtilizationRates": 3}})
+    d = source.poll().devices[0]
+    assert d.utilization_gpu is None and d.utilization_memory is None and not d.lost
+    fake_nvml_in_process.reset_calls()
+    source.poll()
+    assert fake_nvml_in_process.calls()["nvmlDeviceGetUtilizationRates"] == 0
+
+
+def test_process_memory_unavailable_is_none(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({"gpus": [gpu(0, used=5 * GiB, procs=[(ME, None)])]})
+    (p,) = source.poll().devices[0].processes or ()
+    assert p.pid == ME and p.used_bytes is None and p.name is not None
+
+
+def test_mig_instances_are_rows_with_their_processes(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(
+        {
+            "gpus": [
+                gpu(
+                    0,
+                    name="NVIDIA A100-SXM4-80GB",
+                    used=13 * GiB,
+                    mig=[
+                        mig_instance(1, used=10 * GiB, procs=[(ME, 9 * GiB)], uuid="MIG-aaaa"),
+                        mig_instance(2, used=3 * GiB, procs=[(10_000_007, None)], uuid="MIG-bbbb"),
+                    ],
+                ),
+                gpu(1),
+            ]
+        }
+    )
+    snap = source.poll()
+    assert [d.label for d in snap.devices] == ["0", "0:0", "0:1", "1"]
+    parent, first, second, _ = snap.devices
+    assert parent.mig_enabled and parent.processes == ()
+    assert "MIG" in (parent.processes_note or "")
+    assert first.parent_uuid == parent.uuid and first.uuid == "MIG-aaaa"
+    assert first.memory_used == 10 * GiB and first.memory_total == 40 * GiB
+    assert first.utilization_gpu is None  # NVML has no per-MIG utilisation
+    assert [(p.pid, p.used_bytes, p.gpu_instance_id) for p in first.processes or ()] == [
+        (ME, 9 * GiB, 1)
+    ]
+    assert [(p.pid, p.used_bytes) for p in second.processes or ()] == [(10_000_007, None)]
+    assert second.processes_note == OTHER_NAMESPACE_NOTE
+
+
+def test_no_permission_to_list_processes_is_a_note(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(
+        {**node(2, 1), "errors": {"nvmlDeviceGetComputeRunningProcesses_v3@1": 4}}
+    )
+    snap = source.poll()
+    assert snap.ok and not snap.devices[1].lost
+    assert snap.devices[1].processes is None
+    assert "no permission" in (snap.devices[1].processes_note or "")
+    assert snap.devices[1].memory_used == 20 * GiB
+
+
+def test_hanging_init_is_bounded_and_polls_never_overlap(
+    fake_nvml_in_process: FakeNvml,
+) -> None:
+    fake_nvml_in_process.write({**node(1), "hang": ["nvmlInitWithFlags"]})
+    bounded = BoundedSource(NvmlSource(), timeout_s=0.2)
+    first = bounded.poll()
+    assert first.state is SourceState.TIMEOUT
+    assert "not answering" in (first.reason or "") and first.remedy
+    second = bounded.poll()  # the hung poll is still running: no second NVML call
+    assert second.state is SourceState.TIMEOUT
+    assert "still running" in (second.reason or "")
+    assert fake_nvml_in_process.calls()["nvmlInitWithFlags"] == 1
+    fake_nvml_in_process.write(node(1))  # the driver wakes up
+    assert bounded.wait_idle(30)
+    third = bounded.poll()
+    assert third.state is SourceState.OK and len(third.devices) == 1
+    bounded.close()
+
+
+def test_old_driver_without_memory_v2_falls_back_to_v1(
+    fake_nvml_factory: Callable[[str], FakeNvml],
+) -> None:
+    old = fake_nvml_factory("no_v2")
+    old.write({"gpus": [gpu(0, used=30 * GiB, reserved=512 * MiB)]})
+    old.activate_in_process()
+    src = NvmlSource()
+    try:
+        d = src.poll().devices[0]
+        assert not d.lost
+        assert d.memory_reserved is None  # v1 cannot tell reserved apart
+        assert d.memory_used == 30 * GiB + 512 * MiB  # v1 "used" includes it
+        old.reset_calls()
+        src.poll()
+        calls = old.calls()
+        assert calls["nvmlDeviceGetMemoryInfo"] == 1 and "nvmlDeviceGetMemoryInfo_v2" not in calls
+    finally:
+        src.close()
+        from fake_nvml.harness import reset_pynvml
+
+        reset_pynvml(None)
+
+
+def test_memory_v2_version_mismatch_falls_back_to_v1(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(
+        {"gpus": [gpu(0, used=GiB)], "errors": {"nvmlDeviceGetMemoryInfo_v2": 25}}
+    )
+    d = source.poll().devices[0]
+    assert not d.lost and d.memory_reserved is None and d.memory_used == GiB + 512 * MiB
+
+
+def test_invisible_processes_say_other_pid_namespace(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    scenario = node(2, 2)  # host PIDs above pid_max: not visible from here
+    scenario["gpus"][1]["procs"] = []  # a container may even get an empty list
+    fake_nvml_in_process.write(scenario)
+    with_pids, empty = source.poll().devices
+    assert [p.name for p in with_pids.processes or ()] == [None, None]
+    assert with_pids.processes_note == OTHER_NAMESPACE_NOTE
+    assert empty.processes == ()
+    assert "another PID namespace" in (empty.processes_note or "")
+    assert "--pid=host" in (empty.processes_note or "")
+
+
+def test_idle_gpu_has_no_namespace_note(fake_nvml_in_process: FakeNvml, source: NvmlSource) -> None:
+    fake_nvml_in_process.write({"gpus": [gpu(0, used=4 * MiB)]})
+    d = source.poll().devices[0]
+    assert d.processes == () and d.processes_note is None
+
+
+def test_memory_changes_between_polls(fake_nvml_in_process: FakeNvml, source: NvmlSource) -> None:
+    fake_nvml_in_process.write({"gpus": [gpu(0, used=10 * GiB, procs=[(ME, 10 * GiB)])]})
+    assert source.poll().devices[0].memory_used == 10 * GiB
+    fake_nvml_in_process.write(
+        {"gpus": [gpu(0, used=70 * GiB, procs=[(ME, 60 * GiB), (10_000_001, 10 * GiB)])]}
+    )
+    d = source.poll().devices[0]
+    assert d.memory_used == 70 * GiB
+    assert [p.used_bytes for p in d.processes or ()] == [60 * GiB, 10 * GiB]
+
+
+@pytest.mark.parametrize(("procs", "per_gpu"), [(2, STEADY_CALLS_PER_GPU), (0, 3)])
+def test_nvml_calls_per_gpu_per_poll(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource, procs: int, per_gpu: int
+) -> None:
+    """A steady poll costs 4 C calls per GPU with processes, 3 without; nothing node-level."""
+    fake_nvml_in_process.write(node(4, procs))
+    source.poll()  # init: versions, count, handles, names, UUIDs, MIG mode (once)
+    fake_nvml_in_process.reset_calls()
+    source.poll()
+    calls = fake_nvml_in_process.calls()
+    assert sum(calls.values()) == 4 * per_gpu
+    expected = {
+        "nvmlDeviceGetMemoryInfo_v2": 4,
+        "nvmlDeviceGetUtilizationRates": 4,
+        "nvmlDeviceGetComputeRunningProcesses_v3": 4 * (per_gpu - 2),
+    }
+    assert dict(calls) == expected
+
+
+def test_only_selects_by_index_and_uuid_and_skips_the_rest(
+    fake_nvml_in_process: FakeNvml,
+) -> None:
+    scenario = node(4, 1)
+    uuid3 = scenario["gpus"][3]["uuid"]
+    fake_nvml_in_process.write(scenario)
+    src = NvmlSource(only=("1", uuid3[:12]))
+    try:
+        assert [d.index for d in src.poll().devices] == [1, 3]
+        fake_nvml_in_process.reset_calls()
+        src.poll()
+        assert sum(fake_nvml_in_process.calls().values()) == 2 * STEADY_CALLS_PER_GPU
+    finally:
+        src.close()
+    nothing = NvmlSource(only=("7",))
+    snap = nothing.poll()
+    assert snap.state is SourceState.ERROR and "no GPU matches --only 7" in (snap.reason or "")
+    assert "0, 1, 2, 3" in (snap.reason or "")
+    nothing.close()
+
+
+def test_shutdown_once_at_close(fake_nvml_in_process: FakeNvml) -> None:
+    fake_nvml_in_process.write(node(1))
+    src = NvmlSource()
+    src.poll()
+    src.close()
+    src.close()
+    assert fake_nvml_in_process.calls()["nvmlShutdown"] == 1
