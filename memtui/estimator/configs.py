@@ -1,0 +1,440 @@
+"""Hugging Face `config.json` dicts -> `Architecture`, family by family, without transformers.
+
+Each reader mirrors the module structure of that family's `modeling_*.py` in transformers
+(the source of truth for which tensors exist) and the defaults of its `configuration_*.py`
+(the value a key takes when `save_pretrained` left it out: it writes a key that
+`PretrainedConfig` also has, such as `tie_word_embeddings`, only when it differs from a default,
+so those defaults matter). Size keys (hidden size, layers, heads, vocabulary) are always written
+by `save_pretrained`, so a config.json without one is malformed: it is reported, never guessed.
+
+Nothing here imports transformers or executes model code; the config is plain JSON data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from memtui.estimator.architecture import LLAMA_NAMES, Architecture
+
+
+class ModelConfigError(ValueError):
+    """A config.json that memtui cannot read; `str()` is one line naming the file and field."""
+
+
+_MISSING = object()
+
+
+def _describe(value: object) -> str:
+    """A short, one-line description of a JSON value for an error message."""
+    if value is None:
+        return "null"
+    kind = {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "object",
+    }.get(type(value), type(value).__name__)
+    text = repr(value).replace("\n", " ")
+    return f"{kind} {text[:40] + '...' if len(text) > 40 else text}"
+
+
+class _Reader:
+    """Typed access to one config dict; every failure is a one-line ModelConfigError."""
+
+    def __init__(self, config: Mapping[str, Any], source: str, model_type: str) -> None:
+        self.config = config
+        self.source = source
+        self.model_type = model_type
+
+    def error(self, field: str, problem: str) -> ModelConfigError:
+        return ModelConfigError(
+            f"{self.source}: field '{field}' {problem} (model_type {self.model_type})"
+        )
+
+    def _get(self, keys: tuple[str, ...]) -> tuple[str, object]:
+        """The first key present (aliases, as transformers' `attribute_map` lists them)."""
+        for key in keys:
+            if key in self.config:
+                return key, self.config[key]
+        return keys[0], _MISSING
+
+    def integer(self, *keys: str, default: int | object | None = _MISSING, minimum: int = 1) -> int:
+        """An integer >= minimum; `default` when absent or null (if a default is given)."""
+        key, value = self._get(keys)
+        if value is _MISSING or (value is None and default is not _MISSING):
+            if default is _MISSING:
+                raise self.error(key, "is missing")
+            return default  # type: ignore[return-value]
+        # JSON has no integer type of its own: 4096.0 or "4096" is a wrong type, as is true.
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(key, f"must be an integer, got {_describe(value)}")
+        if value < minimum:
+            raise self.error(key, f"must be at least {minimum}, got {value}")
+        return value
+
+    def opt_int(self, *keys: str, minimum: int = 1) -> int | None:
+        """An integer or None when absent/null (a default that depends on other fields)."""
+        value = self.integer(*keys, default=None, minimum=minimum)
+        return value  # type: ignore[return-value]
+
+    def flag(self, *keys: str, default: bool) -> bool:
+        key, value = self._get(keys)
+        if value is _MISSING or value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {_describe(value)}")
+        return value
+
+    def int_list(self, key: str) -> list[int]:
+        value = self.config.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or any(
+            not isinstance(v, int) or isinstance(v, bool) for v in value
+        ):
+            raise self.error(key, f"must be a list of integers, got {_describe(value)}")
+        return value
+
+    def heads(self, heads_key: tuple[str, ...], kv_key: tuple[str, ...] | None) -> tuple[int, int]:
+        """Query heads and key/value heads (None/absent: as many as query heads, GQA off)."""
+        heads = self.integer(*heads_key)
+        kv = self.opt_int(*kv_key) if kv_key else None
+        if kv is not None and heads % kv:
+            raise self.error(
+                kv_key[0] if kv_key else "", f"({kv}) must divide {heads_key[0]} ({heads})"
+            )
+        return heads, kv or heads
+
+    def head_dim(self, hidden: int, heads: int, key: str | None = "head_dim") -> int:
+        """`head_dim` when the config has it (Gemma, Llama 3.2, Mistral Nemo), else h / a."""
+        explicit = self.opt_int(key) if key else None
+        if explicit is not None:
+            return explicit
+        if hidden % heads:
+            raise self.error(
+                "hidden_size", f"({hidden}) is not a multiple of the head count ({heads})"
+            )
+        return hidden // heads
+
+
+def _names(**overrides: str) -> dict[str, str]:
+    return {**LLAMA_NAMES, **overrides}
+
+
+# --- families --------------------------------------------------------------------------------
+# Each returns the keyword arguments of Architecture. Comments cite the transformers module.
+
+
+def _llama_like(
+    r: _Reader, *, tie: bool, qkv_bias: bool | None = None, o_bias: bool | None = None
+) -> dict[str, Any]:
+    """Llama, Mistral, Qwen2, Gemma, Gemma 2, Phi-3, Mixtral, Qwen2-MoE: RMSNorm, rotary,
+    q/k/v/o (modeling_llama.py LlamaAttention), gate/up/down (LlamaMLP)."""
+    hidden = r.integer("hidden_size")
+    heads, kv = r.heads(("num_attention_heads",), ("num_key_value_heads",))
+    # LlamaAttention: bias=config.attention_bias on q, k, v and o alike (default False).
+    attention_bias = r.flag("attention_bias", default=False)
+    return dict(
+        hidden_size=hidden,
+        num_layers=r.integer("num_hidden_layers"),
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=r.head_dim(hidden, heads),
+        intermediate_size=r.integer("intermediate_size"),
+        vocab_size=r.integer("vocab_size"),
+        tie_embeddings=r.flag("tie_word_embeddings", default=tie),
+        mlp_kind="gated",
+        attention_bias=attention_bias if qkv_bias is None else qkv_bias,
+        attention_out_bias=attention_bias if o_bias is None else o_bias,
+        # LlamaMLP: bias=config.mlp_bias (default False, Llama only; others have no key).
+        mlp_bias=r.flag("mlp_bias", default=False),
+        norm_kind="rmsnorm",
+        norms_per_layer=2,  # input_layernorm, post_attention_layernorm
+        names=_names(),
+    )
+
+
+def _llama(r: _Reader) -> dict[str, Any]:
+    # configuration_llama.py: tie_word_embeddings=False (Llama 3.2 1B/3B set it true).
+    return _llama_like(r, tie=False)
+
+
+def _mistral(r: _Reader) -> dict[str, Any]:
+    # modeling_mistral.py: q/k/v/o without bias, no attention_bias key; tie default False.
+    return _llama_like(r, tie=False, qkv_bias=False, o_bias=False)
+
+
+def _qwen2(r: _Reader) -> dict[str, Any]:
+    # modeling_qwen2.py Qwen2Attention: q/k/v bias=True, o_proj bias=False; tie default False.
+    return _llama_like(r, tie=False, qkv_bias=True, o_bias=False)
+
+
+def _gemma(r: _Reader) -> dict[str, Any]:
+    # configuration_gemma.py: head_dim=256, tie_word_embeddings=True; GemmaRMSNorm keeps one
+    # weight of size h (applied as 1 + w).
+    arch = _llama_like(r, tie=True)
+    arch["head_dim"] = r.integer("head_dim", default=256)
+    return arch
+
+
+def _gemma2(r: _Reader) -> dict[str, Any]:
+    # modeling_gemma2.py Gemma2DecoderLayer: input_layernorm, post_attention_layernorm,
+    # pre_feedforward_layernorm, post_feedforward_layernorm -> 4 RMSNorms per layer.
+    arch = _gemma(r)
+    arch["norms_per_layer"] = 4
+    return arch
+
+
+def _qwen3(r: _Reader) -> dict[str, Any]:
+    # modeling_qwen3.py Qwen3Attention: bias=config.attention_bias on q/k/v/o (default False)
+    # and q_norm / k_norm = Qwen3RMSNorm(head_dim) per layer; tie default False.
+    arch = _llama_like(r, tie=False)
+    arch["qk_norm"] = "per_head"
+    return arch
+
+
+def _phi3(r: _Reader) -> dict[str, Any]:
+    # modeling_phi3.py: qkv_proj = Linear(h, a*d + 2*kv*d, bias=False), o_proj bias=False,
+    # gate_up_proj = Linear(h, 2f, bias=False); configuration_phi3.py tie default False.
+    arch = _llama_like(r, tie=False, qkv_bias=False, o_bias=False)
+    arch.update(fused_qkv=True, fused_gate_up=True, mlp_bias=False)
+    return arch
+
+
+def _mixtral(r: _Reader) -> dict[str, Any]:
+    # modeling_mixtral.py MixtralSparseMoeBlock: gate = Linear(h, E, bias=False), experts with
+    # w1 (gate), w3 (up), w2 (down), no bias; attention as Mistral; tie default False.
+    arch = _llama_like(r, tie=False, qkv_bias=False, o_bias=False)
+    experts = r.integer("num_local_experts")
+    top_k = r.integer("num_experts_per_tok")
+    if top_k > experts:
+        raise r.error("num_experts_per_tok", f"({top_k}) exceeds num_local_experts ({experts})")
+    arch.update(
+        num_experts=experts,
+        experts_per_token=top_k,
+        names=_names(router="gate", expert_gate="w1", expert_up="w3", expert_down="w2"),
+    )
+    return arch
+
+
+def _qwen2_moe(r: _Reader) -> dict[str, Any]:
+    # modeling_qwen2_moe.py: attention as Qwen2 (q/k/v bias, o without). Layer i is sparse when
+    # i not in mlp_only_layers and num_experts > 0 and (i + 1) % decoder_sparse_step == 0,
+    # else a dense Qwen2MoeMLP of intermediate_size. A sparse layer has gate = Linear(h, E),
+    # E experts of moe_intermediate_size, one shared_expert of shared_expert_intermediate_size
+    # and shared_expert_gate = Linear(h, 1), all without bias.
+    arch = _qwen2(r)
+    layers = arch["num_layers"]
+    experts = r.integer("num_experts")
+    top_k = r.integer("num_experts_per_tok")
+    if top_k > experts:
+        raise r.error("num_experts_per_tok", f"({top_k}) exceeds num_experts ({experts})")
+    step = r.integer("decoder_sparse_step", default=1)
+    dense_only = set(r.int_list("mlp_only_layers"))
+    sparse = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+    arch.update(
+        num_experts=experts if sparse else 0,
+        experts_per_token=top_k if sparse else 0,
+        moe_intermediate_size=r.integer("moe_intermediate_size"),
+        moe_layers=sparse,
+        # configuration_qwen2_moe.py: shared_expert_intermediate_size default 5632; 0 = none.
+        shared_expert_intermediate_size=r.integer(
+            "shared_expert_intermediate_size", default=5632, minimum=0
+        ),
+    )
+    return arch
+
+
+def _gpt2(r: _Reader) -> dict[str, Any]:
+    # modeling_gpt2.py: wte, wpe (n_positions rows), per block ln_1, attn.c_attn = Conv1D(3h),
+    # attn.c_proj, ln_2, mlp.c_fc = Conv1D(n_inner or 4h), mlp.c_proj, all with bias; ln_f;
+    # lm_head tied (PretrainedConfig default). attribute_map: hidden_size -> n_embd, etc.
+    if r.flag("add_cross_attention", default=False):
+        raise r.error("add_cross_attention", "is true: encoder-decoder GPT-2 is not supported")
+    hidden = r.integer("n_embd", "hidden_size")
+    heads, _ = r.heads(("n_head", "num_attention_heads"), None)
+    return dict(
+        hidden_size=hidden,
+        num_layers=r.integer("n_layer", "num_hidden_layers"),
+        num_heads=heads,
+        head_dim=r.head_dim(hidden, heads, key=None),
+        intermediate_size=r.integer("n_inner", default=4 * hidden),
+        vocab_size=r.integer("vocab_size"),
+        tie_embeddings=r.flag("tie_word_embeddings", default=True),
+        mlp_kind="plain",
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
+        norm_kind="layernorm",
+        norms_per_layer=2,
+        fused_qkv=True,
+        position_embeddings=r.integer("n_positions", "max_position_embeddings"),
+        names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj"),
+    )
+
+
+def _gpt_neox(r: _Reader) -> dict[str, Any]:
+    # modeling_gpt_neox.py: embed_in; per layer input_layernorm and post_attention_layernorm
+    # (LayerNorm, both present whatever use_parallel_residual says), attention.query_key_value
+    # = Linear(h, 3h) and attention.dense with bias=config.attention_bias (default True),
+    # mlp.dense_h_to_4h / dense_4h_to_h with bias; final_layer_norm; embed_out = Linear(h, V,
+    # bias=False). configuration_gpt_neox.py: tie_word_embeddings=False.
+    hidden = r.integer("hidden_size")
+    heads, _ = r.heads(("num_attention_heads",), None)
+    bias = r.flag("attention_bias", default=True)
+    r.flag("use_parallel_residual", default=True)  # type-checked; changes no parameter
+    return dict(
+        hidden_size=hidden,
+        num_layers=r.integer("num_hidden_layers"),
+        num_heads=heads,
+        head_dim=r.head_dim(hidden, heads, key=None),
+        intermediate_size=r.integer("intermediate_size"),
+        vocab_size=r.integer("vocab_size"),
+        tie_embeddings=r.flag("tie_word_embeddings", default=False),
+        mlp_kind="plain",
+        attention_bias=bias,
+        attention_out_bias=bias,
+        mlp_bias=True,
+        norm_kind="layernorm",
+        norms_per_layer=2,
+        fused_qkv=True,
+        names=_names(
+            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+        ),
+    )
+
+
+def _opt(r: _Reader) -> dict[str, Any]:
+    # modeling_opt.py OPTDecoder: embed_tokens (V x word_embed_proj_dim); embed_positions =
+    # OPTLearnedPositionalEmbedding(max_position_embeddings + 2, h) (offset 2, a fairseq
+    # legacy); project_in / project_out = Linear(bias=False) when word_embed_proj_dim != h;
+    # final_layer_norm only when do_layer_norm_before and not _remove_final_layer_norm
+    # (OPT-350m has none). Layers: q/k/v/out_proj and fc1/fc2 with bias=enable_bias,
+    # self_attn_layer_norm and final_layer_norm (LayerNorm, no parameters at all when
+    # layer_norm_elementwise_affine is false). lm_head tied (PretrainedConfig default).
+    hidden = r.integer("hidden_size")
+    heads, _ = r.heads(("num_attention_heads",), None)
+    proj = r.integer("word_embed_proj_dim", default=hidden)
+    bias = r.flag("enable_bias", default=True)
+    affine = r.flag("layer_norm_elementwise_affine", default=True)
+    final_norm = r.flag("do_layer_norm_before", default=True) and not r.flag(
+        "_remove_final_layer_norm", default=False
+    )
+    return dict(
+        hidden_size=hidden,
+        num_layers=r.integer("num_hidden_layers"),
+        num_heads=heads,
+        head_dim=r.head_dim(hidden, heads, key=None),
+        intermediate_size=r.integer("ffn_dim"),
+        vocab_size=r.integer("vocab_size"),
+        tie_embeddings=r.flag("tie_word_embeddings", default=True),
+        mlp_kind="plain",
+        attention_bias=bias,
+        attention_out_bias=bias,
+        mlp_bias=bias,
+        norm_kind="layernorm",
+        norms_per_layer=2 if affine else 0,
+        final_norm=final_norm and affine,
+        position_embeddings=r.integer("max_position_embeddings") + 2,
+        embed_proj_dim=proj if proj != hidden else 0,
+        names=_names(o="out_proj"),
+    )
+
+
+def _falcon(r: _Reader) -> dict[str, Any]:
+    # modeling_falcon.py FalconAttention: query_key_value out = (2 kv + a) d with
+    # new_decoder_architecture, h + 2d with multi_query (one kv head), else 3h; dense; all
+    # with bias=config.bias (default False). FalconMLP: dense_h_to_4h (ffn_hidden_size, default
+    # 4h), dense_4h_to_h. FalconDecoderLayer: num_ln_in_parallel_attn defaults to 2 with
+    # new_decoder_architecture. ln_f; lm_head tied (PretrainedConfig default).
+    # attribute_map: num_hidden_layers -> n_layer, num_attention_heads -> n_head.
+    hidden = r.integer("hidden_size")
+    new_arch = r.flag("new_decoder_architecture", default=False)
+    multi_query = r.flag("multi_query", default=True)
+    heads = r.integer("num_attention_heads", "n_head")
+    if new_arch:
+        heads, kv = r.heads(("num_attention_heads", "n_head"), ("num_kv_heads", "n_head_kv"))
+    else:
+        kv = 1 if multi_query else heads
+    parallel = r.flag("parallel_attn", default=True)
+    ln_parallel = r.opt_int("num_ln_in_parallel_attn") or (2 if new_arch else 1)
+    # not parallel_attn: input_layernorm + post_attention_layernorm; parallel: ln_attn + ln_mlp
+    # when num_ln_in_parallel_attn == 2, else input_layernorm alone (Falcon-7B).
+    norms = 2 if not parallel or ln_parallel == 2 else 1
+    bias = r.flag("bias", default=False)
+    return dict(
+        hidden_size=hidden,
+        num_layers=r.integer("num_hidden_layers", "n_layer"),
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=r.head_dim(hidden, heads, key=None),
+        intermediate_size=r.integer("ffn_hidden_size", default=4 * hidden),
+        vocab_size=r.integer("vocab_size"),
+        tie_embeddings=r.flag("tie_word_embeddings", default=True),
+        mlp_kind="plain",
+        attention_bias=bias,
+        attention_out_bias=bias,
+        mlp_bias=bias,
+        norm_kind="layernorm",
+        norms_per_layer=norms,
+        fused_qkv=True,
+        names=_names(
+            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+        ),
+    )
+
+
+FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "phi3": _phi3,
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "opt": _opt,
+    "falcon": _falcon,
+}
+"""Supported `model_type` values and their readers."""
+
+
+def architecture_from_config(config: dict[str, Any], source: str = "config.json") -> Architecture:
+    """The Architecture of a Hugging Face config.json dict; `source` names it in errors.
+
+    Raises ModelConfigError (one line: the file, the field, what is wrong) for an unknown
+    model_type, a missing or wrongly typed field, or numbers that cannot form a model.
+    """
+    if not isinstance(config, dict):
+        raise ModelConfigError(f"{source}: expected a JSON object, got {_describe(config)}")
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise ModelConfigError(f"{source}: field 'model_type' is missing")
+    if not isinstance(model_type, str):
+        raise ModelConfigError(
+            f"{source}: field 'model_type' must be a string, got {_describe(model_type)}"
+        )
+    reader = FAMILIES.get(model_type)
+    if reader is None:
+        raise ModelConfigError(
+            f"{source}: field 'model_type' is {model_type!r}, which memtui cannot read "
+            f"(supported: {', '.join(sorted(FAMILIES))})"
+        )
+    r = _Reader(config, source, model_type)
+    fields = reader(r)
+    try:
+        return Architecture(model_type=model_type, **fields)
+    except ValidationError as err:  # numbers valid one by one but not together
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ModelConfigError(
+            f"{source}: {where}: {first['msg']} (model_type {model_type})"
+        ) from None

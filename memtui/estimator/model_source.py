@@ -1,0 +1,106 @@
+"""Where a `--model` comes from: the catalog, a config.json, a model folder, or the HF cache.
+
+Everything is offline and reads JSON only: no model code is executed, nothing is downloaded.
+The Hugging Face cache is searched with huggingface_hub's `try_to_load_from_cache` (the
+documented `models--{org}--{name}/refs/main` -> `snapshots/{revision}/config.json` layout),
+imported inside `load_model` so that importing the estimator stays cheap; the cache folder is
+resolved from the environment at call time, because huggingface_hub reads HF_HOME and
+HF_HUB_CACHE once, when it is first imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from memtui.estimator.catalog import lookup
+from memtui.estimator.configs import ModelConfigError, architecture_from_config
+from memtui.estimator.plan import ModelSpec
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, resolved as huggingface_hub's constants.py documents it:
+    HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("HF_HOME")
+    if not home:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+        home = os.path.join(xdg, "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def read_config_file(path: Path) -> dict:
+    """The parsed JSON object of a config.json; any problem is a one-line ModelConfigError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ModelConfigError(f"{path}: not a UTF-8 text file") from None
+    except OSError as err:
+        raise ModelConfigError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ModelConfigError(
+            f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelConfigError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def _from_file(name: str, path: Path) -> ModelSpec:
+    arch = architecture_from_config(read_config_file(path), str(path))
+    return ModelSpec.from_architecture(name, arch)
+
+
+def _cached_config(repo_id: str, cache: Path) -> Path | None:
+    """config.json of `repo_id` at refs/main in the local hub cache, or None."""
+    if repo_id.count("/") > 1 or not repo_id.strip("/"):
+        return None
+    from huggingface_hub import try_to_load_from_cache  # lazy: keep estimator imports fast
+
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache))
+    except ValueError:  # HFValidationError (not a valid repo id) is a ValueError
+        return None
+    if isinstance(found, str):
+        return Path(found)
+    # No refs/main (downloaded by commit hash only): the newest snapshot that has a config.
+    folder = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    snapshots = sorted(folder.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    return snapshots[-1] if snapshots else None
+
+
+def load_model(ref: str) -> ModelSpec:
+    """The model named by `ref`: an existing config.json path or model folder, a catalog id
+    (see `memtui models`), or a repo id present in the local Hugging Face cache (offline).
+
+    Raises ModelConfigError with one line saying what was tried when nothing matches, or
+    naming the file and field when a config.json cannot be read.
+    """
+    text = ref.strip()
+    if not text:
+        raise ModelConfigError("--model is empty: give a catalog id, a config.json or a folder")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        config = path / "config.json"
+        if not config.is_file():
+            raise ModelConfigError(f"{path}: folder has no config.json")
+        return _from_file(text, config)
+    if path.is_file():
+        return _from_file(text, path)
+    entry = lookup(text)
+    if entry is not None:
+        return ModelSpec.from_architecture(entry.repo_id, entry.architecture)
+    cache = hub_cache_dir()
+    cached = _cached_config(text, cache)
+    if cached is not None:
+        return _from_file(text, cached)
+    raise ModelConfigError(
+        f"model {text!r} not found: no such file or folder, not a catalog id "
+        f"(see `memtui models`), not in the Hugging Face cache at {cache}"
+    )
