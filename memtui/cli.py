@@ -7,6 +7,7 @@ argparse rather than click/typer: it costs nothing to import, which keeps
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -50,3 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"memtui {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `memtui estimate --json | head`: the reader left; say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

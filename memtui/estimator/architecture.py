@@ -36,7 +36,9 @@ LLAMA_NAMES: dict[str, str] = {
     "embed_out": "project_out",
 }
 ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o"})
-TensorGroup = Literal["attention", "mlp", "expert", "router", "norm", "embedding", "head"]
+TensorGroup = Literal[
+    "attention", "mlp", "expert", "shared_expert", "router", "norm", "embedding", "head"
+]
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ class Architecture(BaseModel):
             layers.append(self._linear("router", h, self.num_experts, False, moe, "router"))
             layers += self._mlp("expert_", self.expert_width, moe * self.num_experts, "expert")
             if self.shared_expert_intermediate_size:
-                layers += self._mlp("", self.shared_expert_intermediate_size, moe, "mlp")
+                layers += self._mlp("", self.shared_expert_intermediate_size, moe, "shared_expert")
                 layers.append(self._linear("shared_gate", h, 1, False, moe, "router"))
         if self.embed_proj_dim:
             e = self.embed_proj_dim
