@@ -196,8 +196,10 @@ def activation_bytes(
     one_layer = _bytes(saved, s, b, precision, trainable_roles)
     layer_input = _bytes([Saved("layer input", per_token=arch.hidden_size)], s, b, precision, None)
     if checkpointing is Checkpointing.full:
-        # Full checkpointing keeps each layer's input, then rebuilds one layer at a time.
-        total = layers * layer_input + one_layer
+        # Full checkpointing keeps each layer's input, then rebuilds one layer at a time; the
+        # layer being rebuilt saves its input anyway (its first norm's input), so that one
+        # checkpoint is not counted twice.
+        total = (layers - 1) * layer_input + one_layer
     else:
         total = layers * one_layer
     # After the last layer: the final norm's input and the lm_head's input.
