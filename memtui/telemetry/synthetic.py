@@ -11,6 +11,7 @@ by passing a fake `clock`.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -126,7 +127,7 @@ class SyntheticSource:
         util = 0 if elapsed < 1 else int(min(100, 88 + rng.uniform(-8, 11) * ramp))
         return DeviceSnapshot(
             index=i,
-            uuid=f"GPU-{self.seed:08x}-demo-4000-8000-{i:012x}",
+            uuid=_uuid(self.seed, i),
             name=self.card,
             memory_total=self.total_bytes,
             memory_used=used,
@@ -139,3 +140,9 @@ class SyntheticSource:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _uuid(seed: int, index: int) -> str:
+    """A UUID shaped like NVML's ("GPU-8-4-4-4-12" hex), stable for a seed and GPU."""
+    h = hashlib.sha256(f"memtui-demo:{seed}:{index}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

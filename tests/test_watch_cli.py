@@ -1,0 +1,186 @@
+"""`memtui watch` as a user runs it: a subprocess, pynvml loading the fake library through
+LD_LIBRARY_PATH (set before the process starts, as DESIGN.md section 8 requires)."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_nvml.harness import FakeNvml, GiB, MiB, gpu, mig_instance, node
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def watch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m memtui watch ARGS` (the installed entry point's code path)."""
+    base = dict(os.environ if env is None else env)
+    base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "memtui", "watch", *args],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_once_prints_gpus_and_processes_in_explicit_units(fake_nvml: FakeNvml) -> None:
+    scenario = node(2, 1, used=30 * GiB)
+    scenario["gpus"][1]["procs"] = [(os.getpid(), 29 * GiB), (10_000_001, None)]
+    fake_nvml.write(scenario)
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "NVIDIA H100 80GB HBM3" in text and "driver 550.54.15" in text and "CUDA 12.4" in text
+    assert "30.0 GiB" in text and "79.6 GiB" in text and "512 MiB" in text
+    assert str(os.getpid()) in text and "29.0 GiB" in text
+    assert "10000001" in text and "n/a" in text  # process memory unavailable
+    assert "another PID namespace" in text  # GPU 0's processes are all invisible
+
+
+def test_json_is_the_snapshot_in_bytes(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write(node(3, 2, used=12 * GiB))
+    out = watch("--once", "--json", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["state"] == "ok" and data["driver_version"] == "550.54.15"
+    assert [d["memory_used"] for d in data["devices"]] == [12 * GiB] * 3
+    assert [len(d["processes"]) for d in data["devices"]] == [2, 2, 2]
+
+
+@pytest.mark.skipif(
+    ctypes.util.find_library("nvidia-ml") is not None, reason="a real NVML is installed here"
+)
+def test_library_missing_exits_0_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML")}
+    env["LD_LIBRARY_PATH"] = str(tmp_path)  # an empty directory: no libnvidia-ml.so.1
+    out = watch("--once", env=env)
+    assert out.returncode == 0
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    assert "NVML not found" in lines[0] and "install the NVIDIA driver" in lines[0]
+    js = watch("--once", "--json", env=env)
+    assert js.returncode == 0 and json.loads(js.stdout)["state"] == "no_library"
+
+
+@pytest.mark.parametrize(
+    ("code", "line"),
+    [
+        (9, "NVIDIA driver not loaded: load it"),
+        (18, "driver and library versions differ (NVML/kernel module mismatch): reboot"),
+        (4, "no permission to use NVML"),
+    ],
+)
+def test_source_failures_exit_1_with_reason_and_remedy(
+    fake_nvml: FakeNvml, code: int, line: str
+) -> None:
+    fake_nvml.write({**node(2), "errors": {"nvmlInitWithFlags": code}})
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 1
+    assert line in out.stdout and len(out.stdout.strip().splitlines()) == 1
+
+
+def test_lost_gpu_shows_lost_while_others_show_memory(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write({**node(4, 1), "errors": {"nvmlDeviceGetMemoryInfo_v2@2": 15}})
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0
+    gpu_table = out.stdout.split("\n\n")[0]  # the process table follows a blank line
+    rows = {line.split()[0]: line for line in gpu_table.splitlines() if line[:1].isdigit()}
+    assert sorted(rows) == ["0", "1", "2", "3"]
+    assert "LOST" in rows["2"] and "20.0 GiB" in rows["1"] and "20.0 GiB" in rows["3"]
+    assert "GPU 2: GPU is lost" in out.stdout
+
+
+def test_unified_memory_is_labelled_host_memory(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write(
+        {
+            "gpus": [gpu(0, name="NVIDIA GB10")],
+            "errors": {"nvmlDeviceGetMemoryInfo_v2": 3, "nvmlDeviceGetMemoryInfo": 3},
+        }
+    )
+    out = watch("--once", env=fake_nvml.env())
+    assert "NVIDIA GB10 (host memory)" in out.stdout
+    assert "unified memory, figures are the host's RAM" in out.stdout
+
+
+def test_mig_rows_and_processes(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write(
+        {
+            "gpus": [
+                gpu(
+                    0,
+                    name="NVIDIA A100-SXM4-80GB",
+                    mig=[mig_instance(1, used=9 * GiB, procs=[(os.getpid(), 8 * GiB)])],
+                )
+            ]
+        }
+    )
+    out = watch("--once", env=fake_nvml.env())
+    assert "[MIG on]" in out.stdout
+    proc_rows = [line for line in out.stdout.splitlines() if str(os.getpid()) in line]
+    assert proc_rows and proc_rows[0].split()[0] == "0:0" and "8.0 GiB" in proc_rows[0]
+
+
+def test_only_by_uuid_and_no_match(fake_nvml: FakeNvml) -> None:
+    scenario = node(4)
+    fake_nvml.write(scenario)
+    uuid = scenario["gpus"][2]["uuid"]
+    out = watch("--once", "--json", "--only", uuid, env=fake_nvml.env())
+    assert [d["index"] for d in json.loads(out.stdout)["devices"]] == [2]
+    miss = watch("--once", "--only", "9", env=fake_nvml.env())
+    assert miss.returncode == 2 and "no GPU matches --only 9" in miss.stdout
+
+
+def test_record_then_replay(fake_nvml: FakeNvml, tmp_path: Path) -> None:
+    trace = tmp_path / "run.jsonl"
+    fake_nvml.write(node(2, used=10 * GiB))
+    out = watch(
+        "--count", "2", "--interval", "0.05", "--json", "--record", str(trace), env=fake_nvml.env()
+    )
+    assert out.returncode == 0, out.stderr
+    recorded = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(recorded) == 2 and len(out.stdout.strip().splitlines()) == 2
+    replay = watch("--replay", str(trace), "--speed", "0", "--json")
+    assert replay.returncode == 0, replay.stderr
+    played = [json.loads(line) for line in replay.stdout.strip().splitlines()]
+    assert [p["time"] for p in played[:2]] == [r["time"] for r in recorded]
+    assert played[0]["source"] == "replay:run.jsonl" and played[-1]["state"] == "ended"
+    assert played[0]["devices"][0]["memory_used"] == 10 * GiB
+
+
+def test_demo_once(tmp_path: Path) -> None:
+    out = watch(
+        "--demo",
+        "--once",
+        "--json",
+        "--demo-gpus",
+        "4",
+        "--demo-total-bytes",
+        str(48 * GiB),
+        "--demo-budget-bytes",
+        str(40 * GiB),
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["source"] == "demo" and len(data["devices"]) == 4
+    assert all(d["memory_total"] == 48 * GiB for d in data["devices"])
+    bad = watch("--demo", "--once", "--demo-total-bytes", str(100 * MiB))
+    assert bad.returncode == 2 and "too small" in bad.stderr
+
+
+def test_watch_module_import_is_light() -> None:
+    code = (
+        "import sys, memtui.commands.watch\n"
+        "print([m for m in ('pynvml', 'psutil', 'rich', 'textual', 'memtui.telemetry')"
+        " if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "[]"
