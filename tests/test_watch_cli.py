@@ -39,7 +39,7 @@ def test_once_prints_gpus_and_processes_in_explicit_units(fake_nvml: FakeNvml) -
     text = out.stdout
     assert "NVIDIA H100 80GB HBM3" in text and "driver 550.54.15" in text and "CUDA 12.4" in text
     assert "30.0 GiB" in text and "79.6 GiB" in text and "512 MiB" in text
-    assert str(os.getpid()) in text and "29.0 GiB" in text
+    assert str(os.getpid()) in text and "29.0 GiB" in text, text
     assert "10000001" in text and "n/a" in text  # process memory unavailable
     assert "another PID namespace" in text  # GPU 0's processes are all invisible
 

@@ -221,11 +221,15 @@ def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
         ("GPU memory", "right"),
         ("Command", "left"),
     ):
-        procs.add_column(column, justify=justify, overflow="ellipsis", no_wrap=True)  # type: ignore[arg-type]
+        procs.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    # a long command line must not squeeze PID and memory out of view: cut it instead
+    room = max(20, console.width - 45)
     rows = 0
     for d in snapshot.devices:
         for p in d.processes or ():
             command = p.command or p.name or "(not visible here)"
+            if len(command) > room:
+                command = command[: room - 1] + "…"
             procs.add_row(d.label, str(p.pid), p.user or "?", format_bytes(p.used_bytes), command)
             rows += 1
     if rows:
