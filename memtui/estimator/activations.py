@@ -32,6 +32,9 @@ class Saved:
     for_weights: frozenset[str] = frozenset()
     """Roles of the linear layers that save it only to compute their weight gradient: when
     all of them are frozen (LoRA/QLoRA base), autograd does not keep it."""
+    core: bool = False
+    """Saved inside the attention core (scores, probabilities, the fused kernel's output and
+    log-sum-exp): selective recomputation rebuilds these from Q, K and V in backward."""
 
 
 def _w(*roles: str) -> frozenset[str]:
@@ -56,14 +59,14 @@ def _gpt_layer(arch: Architecture, attention: Attention) -> list[Saved]:
     ]
     if attention is Attention.eager:
         saved += [
-            Saved("softmax output", per_token_seq=a),  # 2as^2b
-            Saved("attention dropout mask", per_token_seq=a, dtype=MASK),  # as^2b
-            Saved("attention dropout output", per_token_seq=a),  # 2as^2b
+            Saved("softmax output", per_token_seq=a, core=True),  # 2as^2b
+            Saved("attention dropout mask", per_token_seq=a, dtype=MASK, core=True),  # as^2b
+            Saved("attention dropout output", per_token_seq=a, core=True),  # 2as^2b
         ]
     else:
         # FlashAttention keeps only its output (the projection input) and the fp32
         # log-sum-exp per head and row (Dao et al. 2022, Algorithm 2); no s x s scores.
-        saved.append(Saved("attention log-sum-exp", per_token=a, dtype=FP32))
+        saved.append(Saved("attention log-sum-exp", per_token=a, dtype=FP32, core=True))
     return saved
 
 
@@ -125,8 +128,8 @@ def _gated_layer(arch: Architecture, attention: Attention) -> list[Saved]:
             Saved("key, repeated to all heads", per_token=qw),
             Saved("value, repeated to all heads", per_token=qw),
             # softmax runs in fp32 and keeps its output; the bf16 cast feeds P @ V.
-            Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32),
-            Saved("attention probabilities", per_token_seq=a),
+            Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32, core=True),
+            Saved("attention probabilities", per_token_seq=a, core=True),
         ]
     else:
         saved += [
@@ -134,8 +137,8 @@ def _gated_layer(arch: Architecture, attention: Attention) -> list[Saved]:
             # fp32 log-sum-exp; the transpose before o_proj makes a contiguous copy.
             Saved("key", per_token=kvw),
             Saved("value", per_token=kvw),
-            Saved("attention output", per_token=qw),
-            Saved("attention log-sum-exp", per_token=a, dtype=FP32),
+            Saved("attention output", per_token=qw, core=True),
+            Saved("attention log-sum-exp", per_token=a, dtype=FP32, core=True),
         ]
     return saved + _gated_mlp(arch)
 
@@ -191,8 +194,9 @@ def activation_bytes(
     s, b, layers = seq_len, micro_batch, arch.num_layers
     saved = layer_saved(arch, attention)
     if checkpointing is Checkpointing.selective:
-        # Selective recomputation drops the attention core: every s^2 term (Korthikanti sec. 5).
-        saved = [item for item in saved if not item.per_token_seq]
+        # Selective recomputation keeps Q, K, V and rebuilds the attention core (all of its
+        # s^2 terms, or the fused kernel's output) in backward (Korthikanti sec. 5).
+        saved = [item for item in saved if not item.core]
     one_layer = _bytes(saved, s, b, precision, trainable_roles)
     layer_input = _bytes([Saved("layer input", per_token=arch.hidden_size)], s, b, precision, None)
     if checkpointing is Checkpointing.full:

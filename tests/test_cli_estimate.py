@@ -1,0 +1,143 @@
+"""`memtui estimate` as a user runs it: a real process, real flags, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def memtui(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memtui", *args], capture_output=True, text=True, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--strategy", "zero4"], "invalid choice: 'zero4' (choose from "),
+        (["--gpu-memory", "lots"], "'lots' is not a size"),
+        (["--micro-batch", "0"], "'0' must be at least 1"),
+        (["--params", "big"], "'big' is not a parameter count"),
+        (["--lora-fraction", "3"], "must be between 0 and 1"),
+        (["--gpus", "8", "--tp", "3"], "tp (3) must divide the GPU count (8)"),
+        (["--model", "no/such-model"], "no/such-model"),
+        (["--params", "7B", "--model", "gpt2"], "give --model or --params, not both"),
+        (["--method", "lora", "--lora-targets", "nope_proj"], "matches no module"),
+        (["--offload", "params", "--strategy", "zero2"], "parameter offload needs"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(flags, says):
+    out = memtui("estimate", *flags, "--json")
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert says in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_malformed_config_json_is_one_line_naming_file_and_field(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096}))
+    out = memtui("estimate", "--model", str(config), "--json")
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "config.json" in out.stderr and "field 'num_" in out.stderr
+
+    config.write_text("{not json")
+    out = memtui("estimate", "--model", str(config), "--json")
+    assert out.returncode == 2 and "config.json" in out.stderr
+
+
+def test_json_has_every_documented_key_in_bytes():
+    out = memtui(
+        "estimate",
+        "--model",
+        "meta-llama/Meta-Llama-3-8B",
+        "--gpus",
+        "8",
+        "--gpu-memory",
+        "h100-sxm",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["parameters"] == {"total": 8_030_261_248, "trainable": 8_030_261_248}
+    assert set(data["per_gpu"]) >= {
+        "weights",
+        "gradients",
+        "master_weights",
+        "optimizer_states",
+        "static",
+        "activations",
+        "logits",
+        "transient",
+        "overhead",
+        "total",
+    }
+    assert all(isinstance(v, int) for v in data["per_gpu"].values())
+    assert data["capacity"] == 81559 * 2**20
+    assert data["headroom"] == data["capacity"] - data["per_gpu"]["total"]
+    assert isinstance(data["fits"], bool)
+    assert set(data["strategies"]) == {
+        "ddp",
+        "zero1",
+        "zero2",
+        "zero3",
+        "fsdp",
+        "fsdp-shard-grad-op",
+        "hsdp",
+    }
+    for row in data["strategies"].values():
+        assert {"per_gpu_static", "per_gpu_total", "fits"} <= set(row)
+    assert {"bytes_per_gpu_per_step", "relative_to_ddp"} <= set(data["communication"])
+    assert [lever["name"] for lever in data["levers"]][0] == "FlashAttention"
+    for lever in data["levers"]:
+        assert {"name", "saves_bytes", "cost", "applied"} <= set(lever)
+    assert isinstance(data["max_micro_batch"], int)
+
+
+def test_human_output_names_units_and_verdict():
+    out = memtui(
+        "estimate",
+        "--params",
+        "13B",
+        "--gpus",
+        "4",
+        "--gpu-memory",
+        "80GB",
+        "--overhead",
+        "none",
+        "--strategy",
+        "zero3",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "GB" in out.stdout
+    assert "52.00" in out.stdout  # ZeRO-3 static per GPU, seed 000
+    assert "FIT" in out.stdout
+
+
+def test_estimate_json_does_not_import_textual_or_pynvml():
+    code = (
+        "import sys, io, contextlib\n"
+        "from memtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['estimate', '--params', '7B', '--json'])\n"
+        "print(sorted(m for m in ('textual', 'pynvml', 'rich', 'torch', 'huggingface_hub')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_estimator_imports_no_ui_or_nvml():
+    code = (
+        "import sys\nimport memtui.estimator, memtui.estimator.catalog\n"
+        "print(sorted(m for m in ('textual', 'pynvml', 'rich') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
