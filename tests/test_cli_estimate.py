@@ -95,7 +95,7 @@ def test_json_has_every_documented_key_in_bytes():
     for row in data["strategies"].values():
         assert {"per_gpu_static", "per_gpu_total", "fits"} <= set(row)
     assert {"bytes_per_gpu_per_step", "relative_to_ddp"} <= set(data["communication"])
-    assert [lever["name"] for lever in data["levers"]][0] == "FlashAttention"
+    assert data["levers"][0]["name"] == "FlashAttention"
     for lever in data["levers"]:
         assert {"name", "saves_bytes", "cost", "applied"} <= set(lever)
     assert isinstance(data["max_micro_batch"], int)
