@@ -373,3 +373,27 @@ def test_shutdown_once_at_close(fake_nvml_in_process: FakeNvml) -> None:
     src.close()
     src.close()
     assert fake_nvml_in_process.calls()["nvmlShutdown"] == 1
+
+
+def test_process_lookups_are_cached_while_listed_and_dropped_after(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtui.telemetry.processes import ProcessInfoCache
+
+    looked_up: list[int] = []
+    real = ProcessInfoCache._read
+
+    def counting(self: ProcessInfoCache, pid: int) -> tuple[str | None, ...]:
+        looked_up.append(pid)
+        return real(self, pid)
+
+    monkeypatch.setattr(ProcessInfoCache, "_read", counting)
+    fake_nvml_in_process.write({"gpus": [gpu(0, used=GiB, procs=[(ME, GiB)])]})
+    source.poll()
+    source.poll()
+    assert looked_up == [ME]  # once per process lifetime, not once per poll
+    fake_nvml_in_process.write({"gpus": [gpu(0)]})  # the process ended
+    source.poll()
+    fake_nvml_in_process.write({"gpus": [gpu(0, used=GiB, procs=[(ME, GiB)])]})  # PID reused
+    assert (source.poll().devices[0].processes or ())[0].name is not None
+    assert looked_up == [ME, ME]

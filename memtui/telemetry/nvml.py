@@ -290,9 +290,7 @@ class NvmlSource:
             self._shutdown()
             return self._failure(_code(err), str(err))
         if self._procs is not None:
-            self._procs.forget_except(
-                {p.pid for d in devices for p in (d.processes or ()) if p.name is not None}
-            )
+            self._procs.forget_except({p.pid for d in devices for p in (d.processes or ())})
         snapshot = NodeSnapshot(
             time=self._clock(),
             hostname=self._hostname,

@@ -7,8 +7,6 @@ our namespace (or, worse, belong to someone else), so a lookup can fail; the cal
 
 from __future__ import annotations
 
-from typing import Any
-
 #: The note shown when a GPU has processes (or used memory) we cannot see.
 OTHER_NAMESPACE_NOTE = (
     "processes run in another PID namespace (e.g. a container without --pid=host): "
@@ -17,54 +15,49 @@ OTHER_NAMESPACE_NOTE = (
 
 
 class ProcessInfoCache:
-    """psutil lookups cached by PID; a reused PID is detected by its creation time."""
+    """psutil lookups cached by PID, hits and misses alike.
+
+    An entry lives exactly as long as NVML keeps listing the PID (`forget_except` runs after
+    each poll), so a PID is looked up once per process lifetime, not once per poll: 64 GPU
+    processes would otherwise cost a /proc read each, every second. A PID can only be reused
+    after its process ended, and then NVML stops listing it and the entry goes.
+    """
 
     def __init__(self) -> None:
         import psutil  # imported here: `memtui estimate` must not pay for it
 
         self._psutil = psutil
-        self._cache: dict[int, tuple[Any, tuple[str | None, str | None, str | None]]] = {}
+        self._cache: dict[int, tuple[str | None, str | None, str | None]] = {}
 
     def lookup(self, pid: int) -> tuple[str | None, str | None, str | None]:
         """(name, user, command) of `pid`; (None, None, None) when it is not visible here."""
+        info = self._cache.get(pid)
+        if info is None:
+            info = self._cache[pid] = self._read(pid)
+        return info
+
+    def _read(self, pid: int) -> tuple[str | None, str | None, str | None]:
         psutil = self._psutil
-        cached = self._cache.get(pid)
-        if cached is not None:
-            proc, info = cached
-            try:
-                if proc.is_running():  # compares creation time: catches PID reuse
-                    return info
-            except psutil.Error:
-                pass
-            del self._cache[pid]
         try:
             proc = psutil.Process(pid)
         except (psutil.Error, ValueError):
             return (None, None, None)
-        info = self._read(proc)
-        if info[0] is not None:
-            self._cache[pid] = (proc, info)
-        return info
-
-    def _read(self, proc: Any) -> tuple[str | None, str | None, str | None]:
-        psutil = self._psutil
-        name = user = command = None
         with proc.oneshot():
             try:
                 name = proc.name()
             except psutil.Error:
                 return (None, None, None)
             try:
-                user = proc.username()
-            except (psutil.Error, KeyError):  # KeyError: UID without a passwd entry
+                user: str | None = proc.username()
+            except (psutil.Error, KeyError):  # KeyError: a UID without a passwd entry
                 user = None
             try:
-                command = " ".join(proc.cmdline()) or None
+                command: str | None = " ".join(proc.cmdline()) or None
             except psutil.Error:
                 command = None
         return (name, user, command)
 
     def forget_except(self, live: set[int]) -> None:
-        """Drop cached PIDs that no GPU reports any more (keeps the cache small)."""
+        """Drop PIDs that no GPU lists any more (their process ended; the PID may be reused)."""
         for pid in [p for p in self._cache if p not in live]:
             del self._cache[pid]
