@@ -330,7 +330,7 @@ class NvmlSource:
             if d.mig_enabled:
                 # the processes of a GPU in MIG mode are listed under its MIG devices
                 processes: tuple[ProcessSnapshot, ...] | None = ()
-                note = "MIG mode: processes are listed under its MIG devices"
+                note: str | None = "MIG mode: processes are listed under its MIG devices"
             else:
                 processes, note = self._processes(d)
         except nv.NVMLError as err:
