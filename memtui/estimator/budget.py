@@ -89,22 +89,30 @@ def per_gpu_total(plan: Plan, strategy: Strategy | None = None) -> int:
 
 
 def max_micro_batch(plan: Plan, strategy: Strategy | None = None) -> int:
-    """Largest micro-batch that fits (0 if even 1 does not): every term grows with b."""
+    """Largest micro-batch that fits (0 if even 1 does not).
+
+    Activations and logits grow linearly in b and the rest does not, so the answer is
+    solved from the terms at b = 1, then confirmed against the full estimate (rounding of
+    tensor-parallel splits can move it by one).
+    """
     capacity = plan.hardware.gpu_memory
 
-    def fits(b: int) -> bool:
-        return per_gpu_total(plan.model_copy(update={"micro_batch": b}), strategy) <= capacity
+    def total(b: int) -> int:
+        return per_gpu_total(plan.model_copy(update={"micro_batch": b}), strategy)
 
-    if not fits(1):
+    one = _terms(plan.model_copy(update={"micro_batch": 1}), strategy)
+    if one.total > capacity:
         return 0
-    low, high = 1, 2
-    while high <= MAX_MICRO_BATCH and fits(high):
-        low, high = high, high * 2
-    high = min(high, MAX_MICRO_BATCH + 1)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid)
-    return low
+    per_sample = one.activations + one.logits
+    if not per_sample:
+        return MAX_MICRO_BATCH
+    fixed = one.state.total + one.overhead + one.transient.persistent + one.transient.backward
+    b = max(1, min(MAX_MICRO_BATCH, (capacity - fixed) // per_sample))
+    while b < MAX_MICRO_BATCH and total(b + 1) <= capacity:
+        b += 1
+    while b > 1 and total(b) > capacity:
+        b -= 1
+    return b
 
 
 def _budget(plan: Plan, t: _Terms) -> Budget:

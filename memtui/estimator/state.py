@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memtui.estimator.architecture import ATTENTION_ROLES, Architecture, LinearLayer
+from memtui.estimator.memo import IdentityMemo
 from memtui.estimator.plan import Method, Offload, Optimizer, Plan, Precision, StateDtype, Strategy
 
 # bitsandbytes keeps tensors with fewer elements than this in 32-bit state (min_8bit_size).
@@ -166,9 +167,35 @@ def frozen_base_bytes(plan: Plan) -> int:
     return round(quantized * bits / 8) + (p - quantized) * rest_bytes
 
 
+_MEMO = IdentityMemo()
+
+
 def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
     """Per-GPU static bytes for `strategy` (default: the plan's), with offload applied."""
     strategy = strategy or plan.strategy
+    # Only these fields matter: the lever list and the micro-batch search reuse the result.
+    key = (
+        strategy,
+        plan.method,
+        plan.lora_rank,
+        plan.lora_targets,
+        plan.lora_fraction,
+        plan.qlora_double_quant,
+        plan.qlora_upcast,
+        plan.precision,
+        plan.fp32_grad_buffer,
+        plan.optimizer,
+        plan.optimizer_state_dtype,
+        plan.optimizer_block_size,
+        plan.offload,
+        plan.tp,
+        plan.hardware.gpus_per_node,
+        plan.hardware.nodes,
+    )
+    return _MEMO.get(plan.model, key, lambda: _static_state(plan, strategy))
+
+
+def _static_state(plan: Plan, strategy: Strategy) -> StaticState:
     tensors = trainable_tensors(plan)
     trainable = sum(t.numel * t.count for t in tensors)
     wbytes = _weight_bytes_per_param(plan.precision)

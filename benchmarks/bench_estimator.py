@@ -1,0 +1,122 @@
+"""Estimator and CLI figures of DESIGN.md section 6, measured in one run.
+
+    python benchmarks/bench_estimator.py [--repeat N]
+
+Prints medians: one full plan evaluation (budget, every strategy, levers, communication, with
+and without the largest-micro-batch search), the search for every strategy, and
+`memtui estimate --json` as a whole process beside its floor (`python -c "import pydantic,
+rich.table"`) and, when DeepSpeed is installed, beside DeepSpeed's own estimator call.
+Figures, not assertions: the machines are shared, so compare the ratios of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from memtui.estimator import Plan, Strategy, estimate
+from memtui.estimator.budget import max_micro_batch
+from memtui.estimator.levers import levers
+from memtui.estimator.model_source import load_model
+
+
+def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def process_seconds(argv: list[str], repeat: int) -> float:
+    return median_seconds(lambda: subprocess.run(argv, check=True, capture_output=True), repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200, help="in-process repetitions")
+    parser.add_argument("--process-repeat", type=int, default=15, help="process repetitions")
+    args = parser.parse_args()
+
+    plans = {
+        "Llama-3-8B, 8 x H100, FSDP, full ckpt": Plan(
+            model=load_model("meta-llama/Meta-Llama-3-8B"), checkpointing="full"
+        ),
+        "Mixtral-8x7B, 8 x H100, ZeRO-3, LoRA": Plan(
+            model=load_model("mistralai/Mixtral-8x7B-v0.1"), strategy="zero3", method="lora"
+        ),
+        "13B bare count, 4 x 80 GB, DDP": Plan(
+            model=load_model("meta-llama/Llama-2-13b-hf"), strategy="ddp"
+        ),
+    }
+    print("## In-process (median)")
+    print(f"{'plan':<42} {'estimate()':>12} {'no search':>12} {'search x7':>12}")
+    for name, plan in plans.items():
+        estimate(plan)  # warm caches as the UI would after the first frame
+        full = median_seconds(lambda p=plan: estimate(p), args.repeat)
+        search = median_seconds(
+            lambda p=plan: [max_micro_batch(p, s) for s in Strategy], args.repeat
+        )
+
+        def no_search(p: Plan = plan) -> None:
+            from memtui.estimator.budget import per_gpu_total
+
+            for s in Strategy:
+                per_gpu_total(p, s)
+            levers(p, per_gpu_total(p))
+
+        evaluation = median_seconds(no_search, args.repeat)
+        print(
+            f"{name:<42} {full * 1e3:>9.3f} ms {evaluation * 1e3:>9.3f} ms {search * 1e3:>9.3f} ms"
+        )
+    print("targets: full plan evaluation < 1 ms; search for every strategy < 20 ms")
+
+    print("\n## Whole process (median of", args.process_repeat, "runs)")
+    floor = process_seconds(
+        [sys.executable, "-c", "import pydantic, rich.table"], args.process_repeat
+    )
+    cli = process_seconds(
+        [
+            sys.executable,
+            "-m",
+            "memtui",
+            "estimate",
+            "--model",
+            "meta-llama/Meta-Llama-3-8B",
+            "--json",
+        ],
+        args.process_repeat,
+    )
+    print(f"floor: python -c 'import pydantic, rich.table'   {floor * 1e3:8.1f} ms")
+    print(
+        f"memtui estimate --json                          {cli * 1e3:8.1f} ms"
+        f"  ({cli / floor:.2f} x floor; target <= 1.3 x)"
+    )
+    if importlib.util.find_spec("deepspeed"):
+        peer = process_seconds(
+            [
+                sys.executable,
+                "-c",
+                "from deepspeed.runtime.zero.stage3 import "
+                "estimate_zero3_model_states_mem_needs_all_cold as f; "
+                "f(total_params=8_030_261_248, largest_layer_params=525_336_576, "
+                "num_gpus_per_node=8, num_nodes=1)",
+            ],
+            args.process_repeat,
+        )
+        print(
+            f"DeepSpeed estimate_zero3_..._all_cold          {peer * 1e3:8.1f} ms"
+            f"  (memtui is {peer / cli:.1f} x faster)"
+        )
+    else:
+        print("DeepSpeed not installed: its estimator call is not run beside memtui")
+
+
+if __name__ == "__main__":
+    main()
