@@ -11,6 +11,7 @@ Fixtures, reusable by name from any test module:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,8 +29,12 @@ def fake_nvml_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fake_nvml_factory(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
-) -> Callable[[str], FakeNvml]:
-    """Return a function building a `FakeNvml` for a variant ("default" or "no_v2")."""
+) -> Iterator[Callable[[str], FakeNvml]]:
+    """Return a function building a `FakeNvml` for a variant ("default" or "no_v2").
+
+    A test may call `.activate_in_process()` on it; pynvml and the environment are restored
+    afterwards.
+    """
 
     def make(variant: str = "default") -> FakeNvml:
         lib_dir = build_fake_nvml(variant, tmp_path_factory.getbasetemp() / "fake-nvml-build")
@@ -37,7 +42,8 @@ def fake_nvml_factory(
         work.mkdir(exist_ok=True)
         return FakeNvml(lib_dir, work)
 
-    return make
+    with _restored_pynvml():
+        yield make
 
 
 @pytest.fixture
@@ -51,12 +57,21 @@ def fake_nvml(fake_nvml_lib_dir: Path, tmp_path: Path) -> FakeNvml:
 @pytest.fixture
 def fake_nvml_in_process(fake_nvml: FakeNvml) -> Iterator[FakeNvml]:
     """`fake_nvml`, loaded into this process for the real pynvml module."""
+    with _restored_pynvml():
+        fake_nvml.activate_in_process()
+        yield fake_nvml
+
+
+@contextlib.contextmanager
+def _restored_pynvml() -> Iterator[None]:
+    """Afterwards: pynvml forgets the fake, and FAKE_NVML_* are as before."""
     saved = {k: os.environ.get(k) for k in ("FAKE_NVML_SCENARIO", "FAKE_NVML_CALLS")}
-    fake_nvml.activate_in_process()
-    yield fake_nvml
-    reset_pynvml(None)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    try:
+        yield
+    finally:
+        reset_pynvml(None)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

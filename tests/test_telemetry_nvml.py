@@ -280,9 +280,6 @@ def test_old_driver_without_memory_v2_falls_back_to_v1(
         assert calls["nvmlDeviceGetMemoryInfo"] == 1 and "nvmlDeviceGetMemoryInfo_v2" not in calls
     finally:
         src.close()
-        from fake_nvml.harness import reset_pynvml
-
-        reset_pynvml(None)
 
 
 def test_memory_v2_version_mismatch_falls_back_to_v1(
