@@ -83,33 +83,35 @@ def lora_layers(arch: Architecture, targets: tuple[str, ...]) -> list[LinearLaye
     return chosen
 
 
+def _scaled(tensors: list[TrainableTensor], scale: float) -> list[TrainableTensor]:
+    """A bare count's tensors: the assumed shape's, scaled (shapes are then unknown)."""
+    return [TrainableTensor(int(t.numel * scale), t.count) for t in tensors]
+
+
 def trainable_tensors(plan: Plan) -> list[TrainableTensor]:
     """The tensors the optimizer updates (full: the model; LoRA: the A and B matrices)."""
     arch = plan.model.architecture
+    scale = plan.model.parameters / arch.parameter_count
     if plan.method is Method.full:
+        tensors = [
+            TrainableTensor(t.numel, t.count, *(t.shape if len(t.shape) == 2 else (0, 0)))
+            for t in arch.tensors
+        ]
         if not arch.assumed:
-            return [
-                TrainableTensor(t.numel, t.count, *(t.shape if len(t.shape) == 2 else (0, 0)))
-                for t in arch.tensors
-            ]
-        # A bare count: the assumed shape's tensors, scaled so they sum to the count exactly.
-        scale = plan.model.parameters / arch.parameter_count
-        out = [TrainableTensor(int(t.numel * scale), t.count) for t in arch.tensors]
-        rest = plan.model.parameters - sum(t.numel * t.count for t in out)
-        return [*out, TrainableTensor(rest, 1)]
+            return tensors
+        tensors = _scaled(tensors, scale)
+        rest = plan.model.parameters - sum(t.numel * t.count for t in tensors)
+        return [*tensors, TrainableTensor(rest, 1)]  # so they sum to the count exactly
     if plan.lora_fraction is not None:
         # An adapter given as a share of the model (seed 002: 2.5 percent).
         return [TrainableTensor(round(plan.model.parameters * plan.lora_fraction), 1)]
     r = plan.lora_rank
-    out: list[TrainableTensor] = []
+    tensors = []
     for lin in lora_layers(arch, plan.lora_targets):
         # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
-        out.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
-        out.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))
-    if arch.assumed:  # a bare count: adapter of the assumed shape, scaled to the real count
-        scale = plan.model.parameters / arch.parameter_count
-        out = [TrainableTensor(round(t.numel * scale), t.count) for t in out]
-    return out
+        tensors.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
+        tensors.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))
+    return _scaled(tensors, scale) if arch.assumed else tensors
 
 
 def optimizer_state_bytes(plan: Plan, tensors: list[TrainableTensor]) -> int:
