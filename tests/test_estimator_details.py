@@ -1,0 +1,177 @@
+"""Estimator details with published anchors: LoRA adapter counts, QLoRA bytes, 8-bit rules,
+units, and the activation formulas of Korthikanti et al. 2022."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtui.estimator import (
+    Attention,
+    Checkpointing,
+    Hardware,
+    Method,
+    ModelSpec,
+    Optimizer,
+    OverheadSettings,
+    Plan,
+    Precision,
+    Strategy,
+    estimate,
+)
+from memtui.estimator.activations import activation_bytes
+from memtui.estimator.architecture import Architecture
+from memtui.estimator.model_source import load_model
+from memtui.estimator.state import (
+    frozen_base_bytes,
+    optimizer_state_bytes,
+    static_state,
+    trainable_tensors,
+)
+from memtui.estimator.units import format_bytes, parse_count, parse_size
+
+LLAMA2_7B = load_model("meta-llama/Llama-2-7b-hf")
+
+
+def plan(**update) -> Plan:
+    return Plan(model=LLAMA2_7B, overhead=OverheadSettings(enabled=False), **update)
+
+
+@pytest.mark.parametrize(
+    ("rank", "targets", "trainable"),
+    [
+        # PEFT's print_trainable_parameters() for Llama-2-7B.
+        (8, ("q_proj", "v_proj"), 4_194_304),
+        (16, ("all-linear",), 39_976_960),
+        (16, ("attention",), 16_777_216),
+    ],
+)
+def test_lora_adapter_counts_match_peft(rank, targets, trainable):
+    p = plan(method=Method.lora, lora_rank=rank, lora_targets=targets)
+    assert sum(t.numel * t.count for t in trainable_tensors(p)) == trainable
+    report = estimate(p)
+    assert report.parameters.trainable == trainable
+    assert report.parameters.total == LLAMA2_7B.parameters + trainable
+
+
+def test_lora_state_is_base_weights_plus_adapter_state():
+    p = plan(
+        method=Method.lora,
+        lora_rank=8,
+        lora_targets=("q_proj", "v_proj"),
+        strategy=Strategy.ddp,
+        hardware=Hardware(gpus_per_node=1),
+    )
+    s = static_state(p)
+    a = 4_194_304
+    assert s.weights == 2 * LLAMA2_7B.parameters + 2 * a
+    assert (s.gradients, s.master_weights, s.optimizer_states) == (2 * a, 4 * a, 8 * a)
+
+
+def test_qlora_base_is_nf4_linear_weights_plus_fp32_rest():
+    p = plan(method=Method.qlora)
+    linear = LLAMA2_7B.parameters - 2 * 32000 * 4096 - 65 * 4096  # all but embeddings, norms
+    dq_bits = 4 + 8 / 64 + 32 / (64 * 256)
+    expected = round(linear * dq_bits / 8) + (LLAMA2_7B.parameters - linear) * 4
+    assert frozen_base_bytes(p) == expected
+    no_dq = plan(method=Method.qlora, qlora_double_quant=False, qlora_upcast=False)
+    assert frozen_base_bytes(no_dq) == round(linear * 4.5 / 8) + (LLAMA2_7B.parameters - linear) * 2
+
+
+def test_eight_bit_keeps_small_tensors_in_fp32_and_counts_absmax_blocks():
+    p = plan(optimizer=Optimizer.adamw8bit)
+    tensors = trainable_tensors(p)
+    expected = 0
+    for t in tensors:
+        per = 8 * t.numel if t.numel < 4096 else 2 * (t.numel + 4 * -(-t.numel // 256))
+        expected += per * t.count
+    assert optimizer_state_bytes(p, tensors) == expected
+    norm_bytes = 8 * 4096 * 65  # the 65 RMSNorm weights of 4096 are quantized (>= 4096)
+    assert expected > 2 * LLAMA2_7B.parameters
+    assert norm_bytes > 0
+
+
+def test_adafactor_factors_matrices():
+    arch = Architecture(
+        hidden_size=64, num_layers=1, num_heads=4, intermediate_size=128, vocab_size=100
+    )
+    p = Plan(model=ModelSpec.from_architecture("tiny", arch), optimizer=Optimizer.adafactor)
+    tensors = trainable_tensors(p)
+    expected = sum(4 * ((t.rows + t.cols) if t.rows else t.numel) * t.count for t in tensors)
+    assert optimizer_state_bytes(p, tensors) == expected
+    assert expected < 4 * arch.parameter_count / 10
+
+
+def test_korthikanti_gpt_layer_without_recompute_is_34_plus_5as_over_h():
+    # GPT-3 175B-like layer: h = 12288, a = 96, s = 2048, b = 1, no tensor parallelism.
+    h, a, s, b = 12288, 96, 2048, 1
+    arch = Architecture(
+        hidden_size=h,
+        num_layers=1,
+        num_heads=a,
+        intermediate_size=4 * h,
+        vocab_size=50257,
+        mlp_kind="plain",
+        norm_kind="layernorm",
+    )
+    kwargs = dict(seq_len=s, micro_batch=b, precision=Precision.bf16_mixed)
+    eager = activation_bytes(
+        arch, attention=Attention.eager, checkpointing=Checkpointing.none, **kwargs
+    )
+    tail = 2 * 2 * s * b * h  # final norm and lm_head inputs after the last layer
+    assert eager - tail == s * b * h * 34 + 5 * a * s * s * b
+    selective = activation_bytes(
+        arch, attention=Attention.eager, checkpointing=Checkpointing.selective, **kwargs
+    )
+    assert selective - tail == 34 * s * b * h
+    flash = activation_bytes(
+        arch, attention=Attention.flash, checkpointing=Checkpointing.none, **kwargs
+    )
+    assert flash - tail == 34 * s * b * h + 4 * a * s * b  # + FlashAttention's fp32 LSE
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("80GB", 80 * 10**9),
+        ("80GiB", 80 * 2**30),
+        ("81559MiB", 81559 * 2**20),
+        ("1.5 TB", 1_500_000_000_000),
+        ("123", 123),
+    ],
+)
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("13B", 13 * 10**9), ("13e9", 13 * 10**9), ("6.7b", 6_700_000_000), ("125M", 125 * 10**6)],
+)
+def test_parse_count(text, expected):
+    assert parse_count(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "GB", "-5GB", "eighty", "80XB"])
+def test_parse_size_rejects_with_a_hint(bad):
+    with pytest.raises(ValueError, match="not a size|negative"):
+        parse_size(bad)
+
+
+def test_format_bytes_says_its_unit():
+    assert format_bytes(52 * 10**9) == "52.0 GB"
+    assert format_bytes(2**30, "GiB", 2) == "1.00 GiB"
+
+
+def test_offload_moves_master_and_optimizer_state_to_cpu():
+    p = plan(offload="optimizer", strategy=Strategy.zero3, hardware=Hardware(gpus_per_node=8))
+    s = static_state(p)
+    assert s.master_weights == s.optimizer_states == 0
+    assert s.cpu_bytes == round((4 + 8 + 4) * LLAMA2_7B.parameters / 8)
+    assert estimate(p).budget.cpu_ram == s.cpu_bytes
+
+
+def test_tensor_parallel_divides_state_and_activations():
+    base = plan(strategy=Strategy.ddp, hardware=Hardware(gpus_per_node=8))
+    tp2 = base.model_copy(update={"tp": 2})
+    assert static_state(tp2).total * 2 == pytest.approx(static_state(base).total, abs=4)
+    assert estimate(tp2).budget.term("activations") < estimate(base).budget.term("activations")
