@@ -153,7 +153,7 @@ def test_parse_count(text, expected):
 
 @pytest.mark.parametrize("bad", ["", "GB", "-5GB", "eighty", "80XB"])
 def test_parse_size_rejects_with_a_hint(bad):
-    with pytest.raises(ValueError, match="not a size|negative"):
+    with pytest.raises(ValueError, match=r"not a size|negative"):
         parse_size(bad)
 
 
