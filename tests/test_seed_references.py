@@ -4,9 +4,9 @@ reproduced through the public API and through `memtui estimate --json`."""
 from __future__ import annotations
 
 import json
-from decimal import ROUND_HALF_UP, Decimal
 import subprocess
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
@@ -206,3 +206,30 @@ def test_seed002_through_the_cli_json():
     lora = run_json("--params", "1B", *base, "--method", "lora", "--lora-fraction", "2.5%")
     assert lora["per_gpu"]["static"] == 2_300_000_000
     assert lora["parameters"]["trainable"] == 25_000_000
+
+
+def test_seed000_eight_bit_and_zero_table_through_the_cli_json():
+    eight = run_json(
+        "--params",
+        "13B",
+        "--gpus",
+        "4",
+        "--gpu-memory",
+        "80GB",
+        "--overhead",
+        "none",
+        "--optimizer",
+        "adamw8bit",
+        "--optimizer-block-size",
+        "2048",
+    )
+    assert round(eight["bytes_per_param"]) == 10
+    assert round(eight["strategies"]["ddp"]["per_gpu_static"] / GB) == 130
+    assert round(eight["strategies"]["zero3"]["per_gpu_static"] / GB, 1) == 32.5
+    table = run_json("--params", "7.5B", "--gpus", "8", "--nodes", "8", "--overhead", "none")
+    static = {k: v["per_gpu_static"] for k, v in table["strategies"].items()}
+    assert (static["zero1"], static["zero2"], static["zero3"]) == (
+        31_406_250_000,
+        16_640_625_000,
+        1_875_000_000,  # Table 1, N = 64: 31.4 / 16.6 / 1.88
+    )

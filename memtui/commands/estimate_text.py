@@ -47,12 +47,13 @@ def print_report(plan: Any, report: Any, console: Console | None = None) -> None
         console.print(f"CPU RAM for offload: {_gb(b.cpu_ram * hw.gpus_per_node)} GB per node")
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
-    for col in ("Strategy", "Static GB", "Total GB", "Fits", "Max micro-batch"):
+    for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):
         strat.add_column(col, justify="left" if col == "Strategy" else "right")
     for row in report.strategies:
         mark = "*" if row.strategy is plan.strategy else ""
         strat.add_row(
             f"{row.strategy.value}{mark}",
+            f"{row.per_gpu_static / plan.model.parameters:.2f}",
             _gb(row.per_gpu_static),
             _gb(row.per_gpu_total),
             "yes" if row.fits else ("static only" if row.fits_static else "no"),
