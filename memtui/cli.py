@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memtui import __version__
-from memtui.commands import estimate, models, watch
+from memtui.commands import dashboard, estimate, models, watch
 from memtui.errors import UsageError
 
-SUBCOMMANDS = (estimate, models, watch)
+SUBCOMMANDS = (estimate, models, watch, dashboard)
+#: First tokens that keep argparse's top-level meaning; any other flag starts the dashboard.
+_TOP_LEVEL_FLAGS = {"-h", "--help", "--version"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -30,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole CLI, built once; subcommands register themselves."""
     parser = OneLineParser(
         prog="memtui",
-        description="Plan the GPU memory of a fine-tune and watch it live.",
+        description="Plan the GPU memory of a fine-tune and watch it live. With no command, "
+        "memtui runs the dashboard (`memtui --demo` to try it without a GPU; its flags: "
+        "`memtui dashboard --help`).",
     )
     parser.add_argument("--version", action="version", version=f"memtui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
@@ -42,10 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen subcommand; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    if not tokens or (tokens[0].startswith("-") and tokens[0] not in _TOP_LEVEL_FLAGS):
+        tokens.insert(0, "dashboard")  # `memtui [dashboard flags]` is `memtui dashboard ...`
+    args = parser.parse_args(tokens)
     try:
         return int(args.run(args))
     except UsageError as err:

@@ -1,0 +1,126 @@
+"""`memtui` with no subcommand (or `memtui dashboard`): the Textual dashboard.
+
+    memtui --demo                       a synthetic 8-GPU node running a job (no GPU needed)
+    memtui                              live NVML, the plan sized to the GPUs found; without
+                                        an NVIDIA driver: plan-only, saying why
+    memtui --replay run.jsonl           play back a trace recorded by `memtui watch --record`
+    memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
+
+The plan flags are `memtui estimate`'s (one parser: `plan_flags.add_plan_arguments`). This
+module imports argparse-level things only; Textual, pynvml and the estimator load in `run`,
+so `memtui estimate --json` never pays for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.errors import UsageError
+
+DEFAULT_SAVE = "memtui-plan.toml"
+
+
+def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dashboard's own flags plus every plan flag."""
+    g = parser.add_argument_group("data source (default: live NVML, plan-only without it)")
+    source = g.add_mutually_exclusive_group()
+    source.add_argument(
+        "--demo", action="store_true", help="a synthetic node running a job; no GPU needed"
+    )
+    source.add_argument("--replay", metavar="FILE", help="play back a JSONL trace")
+    g.add_argument("--only", metavar="GPUS", help="comma-separated NVML indices or UUIDs")
+    g.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between polls (1)"
+    )
+    g.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="give up on a poll after S s (5)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the --demo node (0)")
+    g = parser.add_argument_group("dashboard")
+    g.add_argument(
+        "--plan",
+        metavar="FILE",
+        help=f"load a saved plan (TOML); the save key (w) writes it back (default {DEFAULT_SAVE})",
+    )
+    g.add_argument("--theme", metavar="NAME", help="memtui-dark (default), memtui-light, ...")
+    add_plan_arguments(parser)
+
+
+def register(sub: Any) -> None:
+    """Add the `dashboard` subcommand (what `memtui` with no subcommand runs)."""
+    parser = sub.add_parser(
+        "dashboard",
+        help="the dashboard (also what `memtui` alone runs); try `memtui --demo`",
+        description="The planner and live per-GPU bars on one screen. Try `memtui --demo`.",
+    )
+    add_dashboard_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def build(args: argparse.Namespace) -> Any:
+    """The app for parsed flags (also used by benchmarks): plan, source, mode, theme."""
+    from memtui import telemetry
+    from memtui.ui import make_app
+    from memtui.ui.plan_file import load_plan
+
+    if args.interval <= 0:
+        raise UsageError(f"--interval must be positive, not {args.interval}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    base = load_plan(args.plan) if args.plan else None
+    plan = plan_from_args(args, base=base)
+    only = telemetry.parse_only(args.only)
+    fit: set[str] = set()
+    source: Any
+    if args.demo:
+        source = _demo_source(plan, only, args.seed)
+    elif args.replay:
+        if not Path(args.replay).is_file():
+            raise UsageError(f"--replay {args.replay}: no such file")
+        source = telemetry.ReplaySource(args.replay, only=only)
+    else:
+        # live: size the plan to the GPUs NVML finds, unless a flag or a plan file said
+        if base is None and args.gpus is None:
+            fit.add("gpus")
+        if base is None and args.gpu_memory is None:
+            fit.add("memory")
+        source = telemetry.open_nvml(only, timeout_s=args.timeout)
+    return make_app(
+        plan,
+        source,
+        interval=args.interval,
+        theme=args.theme,
+        fit_to_devices=frozenset(fit),
+        save_path=Path(args.plan) if args.plan else Path(DEFAULT_SAVE),
+    )
+
+
+def _demo_source(plan: Any, only: tuple[str, ...], seed: int) -> Any:
+    """A synthetic node of the plan's GPUs whose job is budgeted at the plan's prediction."""
+    from memtui.estimator import estimate
+    from memtui.estimator.units import GiB
+    from memtui.telemetry import SyntheticSource
+
+    hw = plan.hardware
+    # a plan that does not fit still gets a demo: its job is capped just under the card
+    budget = min(max(estimate(plan).budget.total, 2 * GiB), hw.gpu_memory - GiB)
+    try:
+        return SyntheticSource(
+            min(hw.gpus_per_node, 64),
+            card=hw.gpu_name,
+            total_bytes=hw.gpu_memory,
+            budget_bytes=budget,
+            seed=seed,
+            only=only,
+        )
+    except ValueError as err:
+        raise UsageError(f"--demo: {err}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the dashboard until the user quits; returns the exit code."""
+    build(args).run()
+    return 0

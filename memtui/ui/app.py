@@ -1,0 +1,135 @@
+"""The thin App: registers themes, pushes the dashboard screen, starts and stops the source.
+
+It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and
+calls `make_app`, which the tests call too (DESIGN.md section 7.6). App-wide keys: `t` next
+theme, `?` the key list, `q` quit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from memtui.estimator import Plan
+from memtui.telemetry import TelemetrySource
+from memtui.ui.screen import DashboardScreen
+from memtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+
+#: Used when no theme file could be loaded at all; memtui's variables get their defaults.
+FALLBACK_THEME = "textual-dark"
+
+
+class MemtuiApp(App[None]):
+    """memtui's dashboard application."""
+
+    CSS_PATH = "memtui.tcss"
+    TITLE = "memtui"
+    ENABLE_COMMAND_PALETTE = False  # every action has a key; the palette would shadow ctrl+p
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("t", "next_theme", "Theme", id="theme"),
+        Binding("question_mark", "toggle_help", "Keys", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        plan: Plan,
+        source: TelemetrySource | None,
+        *,
+        interval: float,
+        plan_only_reason: str | None,
+        theme: str | None,
+        theme_dirs: list[Path] | None,
+        fit_to_devices: frozenset[str],
+        save_path: Path | None,
+        keymap: Mapping[str, str] | None,
+    ) -> None:
+        super().__init__()
+        self._plan = plan
+        self.source = source
+        self._interval = interval
+        self._plan_only_reason = plan_only_reason
+        self._fit = fit_to_devices
+        self._save_path = save_path
+        loaded = load_themes(theme_dirs)
+        self.theme_problems = list(loaded.errors)
+        self.memtui_themes = [t.name for t in loaded.themes]
+        for theme_obj in loaded.themes:
+            self.register_theme(theme_obj)
+        wanted = theme or DEFAULT_THEME
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            if theme:
+                known = ", ".join(self.memtui_themes) or "none found"
+                self.theme_problems.append(f"no theme {theme!r} (themes: {known})")
+            self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
+        if keymap:
+            self.set_keymap(dict(keymap))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # the stylesheet uses memtui's variables; any theme (even a built-in) stays parseable
+        return dict(VARIABLE_DEFAULTS)
+
+    def on_mount(self) -> None:
+        self.push_screen(
+            DashboardScreen(
+                self._plan,
+                self.source,
+                interval=self._interval,
+                plan_only_reason=self._plan_only_reason,
+                fit_to_devices=self._fit,
+                save_path=self._save_path,
+            )
+        )
+        for problem in self.theme_problems:  # reported, never fatal
+            self.notify(problem, title="Theme", severity="warning", timeout=8)
+
+    def on_unmount(self) -> None:
+        if self.source is not None:
+            self.source.close()
+
+    def action_next_theme(self) -> None:
+        """Cycle through memtui's themes (the files in themes/ and the user's folder)."""
+        names = self.memtui_themes or [self.theme]
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+
+    def action_toggle_help(self) -> None:
+        """Show or hide the key list (every binding with its description)."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+
+def make_app(
+    plan: Plan,
+    source: TelemetrySource | None = None,
+    *,
+    interval: float = 1.0,
+    plan_only_reason: str | None = None,
+    theme: str | None = None,
+    theme_dirs: list[Path] | None = None,
+    fit_to_devices: frozenset[str] = frozenset(),
+    save_path: Path | None = None,
+    keymap: Mapping[str, str] | None = None,
+) -> MemtuiApp:
+    """The dashboard for `plan`, watching `source` (None: plan-only, saying
+    `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
+    the first snapshot; `keymap` remaps binding ids to keys (e.g. {"strategy": "S"})."""
+    return MemtuiApp(
+        plan,
+        source,
+        interval=interval,
+        plan_only_reason=plan_only_reason,
+        theme=theme,
+        theme_dirs=theme_dirs,
+        fit_to_devices=fit_to_devices,
+        save_path=save_path,
+        keymap=keymap,
+    )

@@ -1,0 +1,68 @@
+"""Text bars: the predicted budget stacked by term and the live use, on one card's scale.
+
+One cell covers `scale / width` bytes. A cell inside the budget takes its term's colour: a
+full block where the GPU already uses that memory, a light shade where the budget expects
+memory not yet used. Use past the budget is a full block in the alert colour; the rest of the
+card is a dotted track. The budget's end is a vertical mark (an arrow at the right edge when
+the budget is larger than the card). The glyphs differ as well as the colours, so the bar
+still reads with NO_COLOR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.style import Style
+from rich.text import Text
+
+from memtui.estimator import Term
+
+USED, PLANNED, OVER, TRACK, MARK, BEYOND = "█", "░", "█", "·", "│", "▶"
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def render_bar(
+    width: int,
+    scale: int,
+    terms: Sequence[Term],
+    used: int | None,
+    style: Callable[[str], Style],
+) -> Text:
+    """A bar `width` cells wide for `scale` bytes. `style(name)` gives the rich style of a
+    term key or of "over", "track", "mark"."""
+    text = Text()
+    if width <= 0 or scale <= 0:
+        return text
+    bounds: list[tuple[int, str]] = []  # (end byte, term key), in the estimator's order
+    end = 0
+    for term in terms:
+        end += term.bytes
+        bounds.append((end, term.key))
+    budget = end
+    mark = int(budget * width / scale) if budget <= scale else None
+    cells = width if mark is not None else width - 1
+    for cell in range(cells):
+        middle = (cell + 0.5) * scale / width
+        if mark is not None and cell == min(mark, width - 1):
+            text.append(MARK, style("mark"))
+            continue
+        key = next((k for b, k in bounds if middle < b), None)
+        in_use = used is not None and middle < used
+        if key is not None:
+            text.append(USED if in_use else PLANNED, style(key))
+        elif in_use:
+            text.append(OVER, style("over"))
+        else:
+            text.append(TRACK, style("track"))
+    if mark is None:
+        text.append(BEYOND, style("over"))
+    return text
+
+
+def sparkline(values: Sequence[int], scale: int, width: int) -> str:
+    """The last `width` values as block characters, 0..scale mapped onto eight heights."""
+    if scale <= 0 or width <= 0:
+        return ""
+    tail = list(values)[-width:]
+    top = len(SPARKS) - 1
+    return "".join(SPARKS[max(0, min(top, round(v * top / scale)))] for v in tail).rjust(width)

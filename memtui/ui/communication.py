@@ -1,0 +1,35 @@
+"""The communication line: bytes each GPU sends per optimizer step, and the links' time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from memtui.estimator import Communication
+from memtui.ui.units import size
+
+
+@dataclass(frozen=True)
+class CommunicationView:
+    communication: Communication
+    unit: str
+
+
+class CommunicationLine(Static):
+    """One line from the estimator's `Report.communication`."""
+
+    DEFAULT_CSS = "CommunicationLine { height: auto; }"
+
+    view: reactive[CommunicationView | None] = reactive(None)
+    """Set by the screen after every plan change."""
+
+    def watch_view(self, view: CommunicationView | None) -> None:
+        if view is None:
+            return
+        c = view.communication
+        self.update(
+            f"Communication: {size(c.bytes_per_gpu_per_step, view.unit)} per GPU per step, "
+            f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
+        )

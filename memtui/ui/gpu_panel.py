@@ -1,0 +1,116 @@
+"""The GPU panel: a legend of the budget's terms, the plan's own bar, and one row per GPU.
+
+The screen sets `view` (budget, latest snapshot, statuses, history, unit); the panel mounts
+or removes rows when the GPU count changes and hands each row its `RowData`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from memtui.estimator import Budget
+from memtui.telemetry import NodeSnapshot
+from memtui.ui.gpu_row import GpuRow, RowData
+from memtui.ui.gpu_state import GpuHistory, RowStatus
+from memtui.ui.themes import TERM_VARIABLES
+from memtui.ui.units import num
+
+_SHORT_LABELS = {
+    "weights": "wts",
+    "gradients": "grad",
+    "master_weights": "mst",
+    "optimizer_states": "opt",
+    "activations": "act",
+    "logits": "logit",
+    "transient": "tmp",
+    "overhead": "ovh",
+}
+
+
+@dataclass(frozen=True)
+class PanelView:
+    """What the panel shows; replaced whole by the screen."""
+
+    budget: Budget
+    unit: str
+    snapshot: NodeSnapshot | None = None
+    statuses: dict[str, RowStatus] = field(default_factory=dict)
+    history: GpuHistory | None = None
+
+
+class GpuPanel(Vertical):
+    """Legend, plan bar, GPU rows."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{key}" for key in TERM_VARIABLES}
+    DEFAULT_CSS = """
+    GpuPanel { height: auto; }
+    GpuPanel > #legend { height: auto; }
+    """
+
+    view: reactive[PanelView | None] = reactive(None, always_update=True)
+    """Set by the screen after every plan change and every poll."""
+    narrow: reactive[bool] = reactive(False)
+    """Compact rows and legend."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="legend")
+        yield GpuRow(id="plan-row")
+
+    def watch_narrow(self, narrow: bool) -> None:
+        for row in self.query(GpuRow):
+            row.narrow = narrow
+        self._draw()
+
+    def watch_view(self, view: PanelView | None) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        view = self.view
+        if view is None or not self.is_mounted:
+            return
+        self.query_one("#legend", Static).update(self._legend(view))
+        self.query_one("#plan-row", GpuRow).data = RowData(budget=view.budget, unit=view.unit)
+        devices = view.snapshot.devices if view.snapshot else ()
+        rows = list(self.query(".device-row").results(GpuRow))
+        if len(rows) != len(devices):
+            for row in rows[len(devices) :]:
+                row.remove()
+            new = [GpuRow(classes="device-row") for _ in range(len(rows), len(devices))]
+            for row in new:
+                row.narrow = self.narrow
+            if new:
+                self.mount_all(new)
+            rows = (rows + new)[: len(devices)]
+        history = view.history or GpuHistory()
+        for row, device in zip(rows, devices, strict=False):
+            track = history.get(device.label)
+            row.data = RowData(
+                budget=view.budget,
+                unit=view.unit,
+                device=device,
+                status=view.statuses.get(device.label, RowStatus.UNKNOWN),
+                peak=track.peak if track.history else None,
+                history=tuple(track.history),
+            )
+
+    def _legend(self, view: PanelView) -> Text:
+        unit = view.unit
+        scale = "10^9" if unit == "GB" else "2^30"
+        for short in (False, True):
+            text = Text()
+            text.append(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
+            text.append(f" ({unit} = {scale} B; rows: used/budget): ")
+            for term in view.budget.terms:
+                label = _SHORT_LABELS[term.key] if short else term.label.lower()
+                text.append("■", self.get_component_rich_style(f"gpu-panel--{term.key}"))
+                text.append(f"{label} {num(term.bytes, unit)} ")
+            if text.cell_len <= 2 * self.size.width - 12:
+                break  # long labels when they fit on two lines
+        return text

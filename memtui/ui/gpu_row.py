@@ -1,0 +1,157 @@
+"""One GPU row (or the plan's own row): live use and the predicted budget on one scale.
+
+Wide layout, two lines:
+    GPU 0 ▲ ███████████████░░░░░░│·········································
+            used 44.1 / budget 42.5 / cap 85.5 GB  head 40.9  peak 45.0  ▃▅▆▇  OVER BUDGET
+Narrow layout (the screen's `-narrow` class), one line:
+    0▲ ██████████░░│······ 44.1/42.5 GB OVER
+Colours come from the theme through component classes; the status is also written out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from memtui.estimator import Budget
+from memtui.telemetry import DeviceSnapshot
+from memtui.ui.bar import render_bar, sparkline
+from memtui.ui.gpu_state import RowStatus
+from memtui.ui.themes import TERM_VARIABLES
+from memtui.ui.units import num
+
+_SHORT = {
+    RowStatus.UNDER: "ok",
+    RowStatus.OVER: "OVER",
+    RowStatus.NEAR_CAPACITY: "NEAR",
+    RowStatus.OVER_AND_NEAR: "OVER+NEAR",
+    RowStatus.LOST: "LOST",
+    RowStatus.UNKNOWN: "n/a",
+}
+_STATUS_CLASS = {
+    RowStatus.UNDER: "ok",
+    RowStatus.OVER: "alert",
+    RowStatus.NEAR_CAPACITY: "alert",
+    RowStatus.OVER_AND_NEAR: "alert",
+    RowStatus.LOST: "lost",
+    RowStatus.UNKNOWN: "dim",
+}
+
+
+@dataclass(frozen=True)
+class RowData:
+    """Everything one row shows; replaced whole so a row refreshes once per poll."""
+
+    budget: Budget
+    unit: str
+    device: DeviceSnapshot | None = None
+    """None: the plan's own row (plan-only mode and the reference bar above live rows)."""
+    status: RowStatus | None = None
+    peak: int | None = None
+    history: tuple[int, ...] = ()
+
+
+class GpuRow(Widget):
+    """A GPU's bar and numbers. The screen sets `data`; the row only draws it."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *(f"gpu-row--{key}" for key in TERM_VARIABLES),
+        "gpu-row--over",
+        "gpu-row--track",
+        "gpu-row--mark",
+        "gpu-row--ok",
+        "gpu-row--alert",
+        "gpu-row--lost",
+        "gpu-row--dim",
+        "gpu-row--label",
+    }
+    DEFAULT_CSS = """
+    GpuRow { height: 2; }
+    GpuRow.-narrow { height: 1; }
+    """
+
+    data: reactive[RowData | None] = reactive(None)
+    """What to draw; set by the GPU panel."""
+    narrow: reactive[bool] = reactive(False, layout=True)
+    """One line instead of two (terminals under 100 columns)."""
+
+    def watch_narrow(self, narrow: bool) -> None:
+        self.set_class(narrow, "-narrow")
+
+    def watch_data(self, data: RowData | None) -> None:
+        alert = bool(data and data.status and data.status.alert)
+        self.set_class(alert, "-alert")  # the mark on the row, beside the notification
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"gpu-row--{name}")
+
+    def render(self) -> Text:
+        data = self.data
+        if data is None:
+            return Text("")
+        width = self.size.width
+        device, budget, unit = data.device, data.budget, data.unit
+        scale = (device.memory_total if device else None) or budget.capacity
+        used = device.memory_used if device and not device.lost else None
+        status = data.status
+        mark = "▲" if status and status.alert else ("✕" if status is RowStatus.LOST else " ")
+        if device is None:
+            label = "plan" if self.narrow else "Plan "
+        else:
+            label = device.label if self.narrow else f"GPU {device.label}"
+        head = Text.assemble((label.ljust(4 if self.narrow else 6), self._style("label")))
+        head.append(mark + " ", self._style("alert") if mark == "▲" else self._style("dim"))
+        numbers = self._numbers(data, used, scale, unit)
+        if self.narrow:
+            bar = render_bar(max(4, width - len(head) - len(numbers) - 1), scale,
+                             budget.terms, used, self._style)  # fmt: skip
+            return Text.assemble(head, bar, " ", numbers, no_wrap=True, overflow="crop")
+        indent = " " * len(head)
+        if device is None or device.lost:
+            bar = render_bar(max(4, width - len(head)), scale, budget.terms, used, self._style)
+            return Text.assemble(head, bar, "\n", indent, numbers, no_wrap=True)
+        # used/budget beside the bar; the status and the rest on the second line
+        tail = Text(f"{num(used, unit)}/{num(budget.total, unit)} {unit}")
+        bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used,
+                         self._style)  # fmt: skip
+        return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
+
+    def _numbers(self, data: RowData, used: int | None, scale: int, unit: str) -> Text:
+        budget, device, status = data.budget, data.device, data.status
+        text = Text(no_wrap=True)
+        if device is None:  # the plan's own row
+            verdict = "FITS" if budget.fits else "DOES NOT FIT"
+            style = self._style("ok" if budget.fits else "alert")
+            if self.narrow:
+                text.append(f"{num(budget.total, unit)}/{num(budget.capacity, unit)} {unit} ")
+            else:
+                text.append(
+                    f"budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
+                    f"  headroom {num(budget.headroom, unit)}  "
+                )
+            text.append(verdict, style)
+            return text
+        if device.lost:
+            text.append(device.error or "lost", self._style("dim"))
+            text.append("  ")
+            text.append("GPU LOST" if not self.narrow else "LOST", self._style("lost"))
+            return text
+        assert status is not None
+        word_style = self._style(_STATUS_CLASS[status])
+        if self.narrow:
+            text.append(f"{num(used, unit)}/{num(budget.total, unit)} {unit} ")
+            text.append(_SHORT[status], word_style)
+            return text
+        # the status first: on a narrow pane the numbers may be cropped, never the verdict
+        text.append(status.value, word_style)
+        text.append(
+            f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
+            f"  peak {num(data.peak, unit)} {unit}  "
+        )
+        text.append(sparkline(data.history, scale, 8), self._style("dim"))
+        return text

@@ -1,0 +1,80 @@
+"""Per-GPU state the screen keeps between polls: peaks, a short history, and the row status.
+
+The status is a comparison of measured bytes against the estimator's budget and the card's
+capacity (no arithmetic on the plan: the budget comes whole from `estimate`). Statuses are
+words as well as colours (DESIGN.md section 4: colour is never the only signal).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+
+from memtui.telemetry import DeviceSnapshot, NodeSnapshot
+
+#: Share of the card's memory past which a GPU is "near capacity" (the issue's alert line).
+NEAR_CAPACITY = 0.95
+#: Polls kept for the sparkline (a minute at the default 1 Hz).
+HISTORY = 60
+
+
+class RowStatus(str, Enum):
+    """What a GPU row says, in words, beside its colour."""
+
+    UNDER = "under budget"
+    OVER = "OVER BUDGET"
+    NEAR_CAPACITY = "NEAR CAPACITY"
+    OVER_AND_NEAR = "OVER BUDGET, NEAR CAPACITY"
+    LOST = "GPU LOST"
+    UNKNOWN = "no memory data"
+
+    @property
+    def alert(self) -> bool:
+        """Whether this status raises an alert (notification and a mark on the row)."""
+        return self in (RowStatus.OVER, RowStatus.NEAR_CAPACITY, RowStatus.OVER_AND_NEAR)
+
+
+def classify(device: DeviceSnapshot, budget_bytes: int) -> RowStatus:
+    """The row's status: used memory against the plan's budget and the card's capacity."""
+    if device.lost:
+        return RowStatus.LOST
+    used, total = device.memory_used, device.memory_total
+    if used is None or not total:
+        return RowStatus.UNKNOWN
+    over = used > budget_bytes
+    near = used >= total * NEAR_CAPACITY
+    if over and near:
+        return RowStatus.OVER_AND_NEAR
+    if over:
+        return RowStatus.OVER
+    if near:
+        return RowStatus.NEAR_CAPACITY
+    return RowStatus.UNDER
+
+
+@dataclass
+class GpuTrack:
+    """One GPU's peak since start and its recent used bytes."""
+
+    peak: int = 0
+    history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+
+class GpuHistory:
+    """Peaks and histories of every GPU seen, keyed by row label ("0", "0:1" for MIG)."""
+
+    def __init__(self) -> None:
+        self.tracks: dict[str, GpuTrack] = {}
+
+    def record(self, snapshot: NodeSnapshot) -> None:
+        """Add one poll; lost or unreadable GPUs keep their last peak and history."""
+        for device in snapshot.devices:
+            track = self.tracks.setdefault(device.label, GpuTrack())
+            if device.memory_used is not None and not device.lost:
+                track.peak = max(track.peak, device.memory_used)
+                track.history.append(device.memory_used)
+
+    def get(self, label: str) -> GpuTrack:
+        """The track of a GPU (empty if never seen)."""
+        return self.tracks.get(label) or GpuTrack()

@@ -1,0 +1,221 @@
+"""One keyboard step on one plan setting: the settings panel's rows and the screen's keys.
+
+Each `Setting` names a plan input, how it reads on screen, and how a step up or down changes
+it. A step returns a new frozen Plan (`model_copy` + validation, DESIGN.md section 7.5); a
+value the Plan rejects (e.g. parameter offload with DDP) is skipped, so cycling never gets
+stuck. No memory arithmetic lives here: the estimator computes every byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pydantic import ValidationError
+
+from memtui.estimator import (
+    Attention,
+    Checkpointing,
+    Method,
+    Offload,
+    Optimizer,
+    Plan,
+    Precision,
+    StateDtype,
+    Strategy,
+)
+from memtui.estimator.hardware import GPUS, INTER_NODE, INTRA_NODE
+from memtui.estimator.units import format_count
+
+
+class PlanEditError(ValueError):
+    """No value in that direction is valid for this plan; the message says why (one line)."""
+
+
+def _validated(plan: Plan, update: dict[str, Any]) -> Plan:
+    # model_copy skips validation; rebuilding through the constructor runs every validator
+    return Plan(**{**plan.model_dump(), **update, "model": plan.model})
+
+
+def _with_hardware(plan: Plan, **fields: Any) -> Plan:
+    hardware = plan.hardware.model_copy(update=fields)
+    return _validated(plan, {"hardware": type(plan.hardware)(**hardware.model_dump())})
+
+
+def _cycle(
+    values: Sequence[Any], current: Any, direction: int, build: Callable[[Any], Plan]
+) -> Plan:
+    """The next value (wrapping) that makes a valid plan."""
+    start = values.index(current) if current in values else -1
+    first_error = ""
+    for k in range(1, len(values) + 1):
+        candidate = values[(start + direction * k) % len(values)]
+        if candidate == current:
+            continue
+        try:
+            return build(candidate)
+        except (ValidationError, ValueError) as err:
+            first_error = first_error or _one_line(err)
+    raise PlanEditError(first_error or "no other value is valid here")
+
+
+def _one_line(err: Exception) -> str:
+    from memtui.commands.plan_flags import one_line
+
+    return one_line(err)
+
+
+def _ladder(values: Sequence[int], current: int, direction: int) -> int:
+    """The next rung of a sorted ladder (no wrap); the current value if at the end."""
+    if direction > 0:
+        return next((v for v in values if v > current), current)
+    return next((v for v in reversed(values) if v < current), current)
+
+
+_POWERS = [2**k for k in range(0, 21)]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings panel."""
+
+    key: str
+    """Stable id (also the Plan field it edits, where there is one)."""
+    label: str
+    show: Callable[[Plan], str]
+    step: Callable[[Plan, int], Plan] | None
+    """None for settings edited elsewhere (the model picker)."""
+
+
+def _enum_setting(key: str, label: str, enum: type[Enum]) -> Setting:
+    values = list(enum)
+    return Setting(
+        key,
+        label,
+        lambda p: str(getattr(p, key).value),
+        lambda p, d: _cycle(values, getattr(p, key), d, lambda v: _validated(p, {key: v})),
+    )
+
+
+def _int_setting(key: str, label: str, ladder: Sequence[int] | None = None) -> Setting:
+    def step(p: Plan, d: int) -> Plan:
+        current = getattr(p, key)
+        new = _ladder(ladder, current, d) if ladder else current + d
+        if new == current or new < 1:
+            raise PlanEditError(f"{label} is already at its {'largest' if d > 0 else 'smallest'}")
+        try:
+            return _validated(p, {key: new})
+        except (ValidationError, ValueError) as err:
+            raise PlanEditError(_one_line(err)) from None
+
+    return Setting(key, label, lambda p: f"{getattr(p, key):,}", step)
+
+
+def _toggle(key: str, label: str) -> Setting:
+    def step(p: Plan, d: int) -> Plan:
+        return _validated(p, {key: not getattr(p, key)})
+
+    return Setting(key, label, lambda p: "on" if getattr(p, key) else "off", step)
+
+
+def _gpu_step(p: Plan, d: int) -> Plan:
+    cards = list(GPUS.values())
+    names = [c.name for c in cards]
+    current = p.hardware.gpu_name if p.hardware.gpu_name in names else None
+
+    def build(name: str) -> Plan:
+        card = cards[names.index(name)]
+        return _with_hardware(
+            p,
+            gpu_name=card.name,
+            gpu_memory=card.memory,
+            intra_node_bandwidth=INTRA_NODE[card.intra_node],
+        )
+
+    return _cycle(names, current, d, build)
+
+
+def _link_setting(key: str, label: str, presets: dict[str, float]) -> Setting:
+    names = list(presets)
+
+    def show(p: Plan) -> str:
+        value = getattr(p.hardware, key)
+        name = next((n for n, v in presets.items() if v == value), None)
+        return name or f"{value / 1e9:g} GB/s"
+
+    def step(p: Plan, d: int) -> Plan:
+        name = next((n for n, v in presets.items() if v == getattr(p.hardware, key)), None)
+        return _cycle(names, name, d, lambda n: _with_hardware(p, **{key: presets[n]}))
+
+    return Setting(key, label, show, step)
+
+
+def _hardware_int(key: str, label: str) -> Setting:
+    def step(p: Plan, d: int) -> Plan:
+        current = getattr(p.hardware, key)
+        new = current + d
+        if new < 1:
+            raise PlanEditError(f"{label} is already at its smallest")
+        try:
+            return _with_hardware(p, **{key: new})
+        except (ValidationError, ValueError) as err:
+            raise PlanEditError(_one_line(err)) from None
+
+    return Setting(key, label, lambda p: str(getattr(p.hardware, key)), step)
+
+
+def _targets_step(p: Plan, d: int) -> Plan:
+    options = [("all-linear",), ("attention",)]
+    return _cycle(options, p.lora_targets, d, lambda v: _validated(p, {"lora_targets": v}))
+
+
+def _overhead_step(p: Plan, d: int) -> Plan:
+    overhead = p.overhead.model_copy(update={"enabled": not p.overhead.enabled})
+    return _validated(p, {"overhead": type(p.overhead)(**overhead.model_dump())})
+
+
+def _model_text(p: Plan) -> str:
+    return f"{p.model.name} ({format_count(p.model.parameters)})"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model", "Model", _model_text, None),
+    _hardware_int("gpus_per_node", "GPUs/node"),
+    _hardware_int("nodes", "Nodes"),
+    Setting("gpu", "GPU", lambda p: p.hardware.gpu_name, _gpu_step),
+    _link_setting("intra_node_bandwidth", "Intra-node", INTRA_NODE),
+    _link_setting("inter_node_bandwidth", "Inter-node", INTER_NODE),
+    _enum_setting("method", "Method", Method),
+    _int_setting("lora_rank", "LoRA rank", _POWERS),
+    Setting("lora_targets", "LoRA targets", lambda p: ",".join(p.lora_targets), _targets_step),
+    _toggle("qlora_double_quant", "QLoRA 2x quant"),
+    _enum_setting("precision", "Precision", Precision),
+    _toggle("fp32_grad_buffer", "fp32 grad buf"),
+    _enum_setting("optimizer", "Optimizer", Optimizer),
+    _enum_setting("optimizer_state_dtype", "Opt. state", StateDtype),
+    _enum_setting("strategy", "Strategy", Strategy),
+    _enum_setting("offload", "Offload", Offload),
+    _int_setting("micro_batch", "Micro-batch"),
+    _int_setting("seq_len", "Seq length", _POWERS),
+    _int_setting("grad_accum", "Grad accum"),
+    _enum_setting("attention", "Attention", Attention),
+    _enum_setting("checkpointing", "Checkpointing", Checkpointing),
+    _int_setting("tp", "Tensor par.", _POWERS),
+    Setting(
+        "overhead",
+        "Overhead",
+        lambda p: "CUDA+NCCL+frag" if p.overhead.enabled else "none",
+        _overhead_step,
+    ),
+)
+BY_KEY = {s.key: s for s in SETTINGS}
+
+
+def step(plan: Plan, key: str, direction: int = 1) -> Plan:
+    """The plan with setting `key` moved one step (+1 or -1); raises PlanEditError."""
+    setting = BY_KEY[key]
+    if setting.step is None:
+        raise PlanEditError(f"{setting.label} is chosen with the model picker")
+    return setting.step(plan, direction)

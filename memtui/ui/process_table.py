@@ -1,0 +1,58 @@
+"""Processes per GPU: PID, user, GPU memory and command line, from the latest snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.table import Table
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from memtui.telemetry import NodeSnapshot
+from memtui.ui.units import num
+
+
+@dataclass(frozen=True)
+class ProcessView:
+    snapshot: NodeSnapshot | None
+    unit: str
+
+
+class ProcessTable(Static):
+    """Compute processes of every GPU (notes say why a list is empty or partial)."""
+
+    DEFAULT_CSS = "ProcessTable { height: auto; }"
+
+    view: reactive[ProcessView | None] = reactive(None)
+    """Set by the screen after every poll."""
+
+    def watch_view(self, view: ProcessView | None) -> None:
+        if view is None or view.snapshot is None or not view.snapshot.devices:
+            self.update("Processes: no telemetry (plan-only)")
+            return
+        table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
+        table.add_column("GPU", no_wrap=True)
+        table.add_column("PID", justify="right", no_wrap=True)
+        table.add_column("User", no_wrap=True, overflow="ellipsis", max_width=10)
+        table.add_column(view.unit, justify="right", no_wrap=True)
+        table.add_column("Command", no_wrap=True, overflow="ellipsis", ratio=1)
+        notes: list[str] = []
+        for device in view.snapshot.devices:
+            if device.processes is None:
+                notes.append(f"GPU {device.label}: {device.processes_note or 'list unreadable'}")
+                continue
+            for p in device.processes:
+                table.add_row(
+                    device.label,
+                    str(p.pid),
+                    p.user or "?",
+                    num(p.used_bytes, view.unit),
+                    p.command or p.name or "(not visible here)",
+                )
+            if device.processes_note:
+                notes.append(f"GPU {device.label}: {device.processes_note}")
+        if not table.row_count:
+            table.add_row("", "", "", "", "no compute processes")
+        for note in notes:
+            table.add_row("", "", "", "", f"note: {note}")
+        self.update(table)

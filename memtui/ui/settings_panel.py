@@ -1,0 +1,98 @@
+"""The settings panel: every plan input, one row each, changed from the keyboard.
+
+↑/↓ choose a row, ←/→ (or -/= style keys on the screen) step its value, enter steps it forward
+or, on the model row, opens the model picker. The panel never edits the plan: it posts
+`StepSetting`/`PickModel` up, and the screen sets `plan` back down (DESIGN.md section 7.4).
+Under 100 columns (`narrow`) it shrinks to a summary and the chosen row.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from memtui.estimator import Plan
+from memtui.ui.messages import PickModel, StepSetting
+from memtui.ui.plan_edits import SETTINGS
+
+_SUMMARY = ("method", "precision", "optimizer", "strategy", "micro_batch", "seq_len",
+            "attention", "checkpointing")  # fmt: skip
+
+
+class SettingsPanel(Widget, can_focus=True):
+    """The plan's inputs; the cursor row is the one ←/→ change."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Prev setting", id="settings.up", show=False),
+        Binding("down", "move(1)", "Next setting", id="settings.down", show=False),
+        Binding("left", "step(-1)", "Setting down", id="settings.left", show=False),
+        Binding("right", "step(1)", "Setting up", id="settings.right", show=False),
+        Binding("enter", "activate", "Change/pick", id="settings.enter", show=False),
+    ]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"settings-panel--cursor", "settings-panel--label"}
+    DEFAULT_CSS = """
+    SettingsPanel { height: auto; }
+    """
+
+    plan: reactive[Plan | None] = reactive(None, layout=True)
+    """The current plan, set by the screen."""
+    cursor: reactive[int] = reactive(0)
+    """Index into `plan_edits.SETTINGS` of the chosen row."""
+    narrow: reactive[bool] = reactive(False, layout=True)
+    """Summary + chosen row instead of the full list."""
+
+    @property
+    def current_key(self) -> str:
+        """The id of the chosen setting."""
+        return SETTINGS[self.cursor].key
+
+    def action_move(self, delta: int) -> None:
+        self.cursor = (self.cursor + delta) % len(SETTINGS)
+
+    def action_step(self, direction: int) -> None:
+        if SETTINGS[self.cursor].step is None:
+            self.post_message(PickModel())
+        else:
+            self.post_message(StepSetting(self.current_key, direction))
+
+    def action_activate(self) -> None:
+        self.action_step(1)
+
+    def render(self) -> Text:
+        plan = self.plan
+        if plan is None:
+            return Text("")
+        cursor_style = self.get_component_rich_style("settings-panel--cursor")
+        label_style = self.get_component_rich_style("settings-panel--label")
+        width = max(10, self.size.width)
+        if self.narrow:
+            by_key = {s.key: s for s in SETTINGS}
+            summary = " · ".join(by_key[k].show(plan) for k in _SUMMARY)
+            chosen = SETTINGS[self.cursor]
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(
+                f"{SETTINGS[0].show(plan)} on {plan.hardware.nodes}x"
+                f"{plan.hardware.gpus_per_node} {plan.hardware.gpu_name}\n"
+            )
+            text.append(summary + "\n")
+            text.append(f"▶ {chosen.label}: ", label_style)
+            text.append(chosen.show(plan), cursor_style)
+            text.append("  ↑↓ choose ←→ change", label_style)
+            return text
+        lines = Text(no_wrap=True, overflow="ellipsis")
+        label_width = max(len(s.label) for s in SETTINGS) + 1
+        for i, setting in enumerate(SETTINGS):
+            mine = i == self.cursor
+            line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
+            line.append(setting.show(plan))
+            if mine:
+                line.stylize(cursor_style)
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
+            if i < len(SETTINGS) - 1:
+                lines.append("\n")
+        return lines

@@ -1,0 +1,158 @@
+"""Theme files: TOML parsed by pydantic, registered as Textual themes with memtui's variables.
+
+Themes ship in the repository's top-level `themes/` folder. The wheel force-includes it as
+`memtui/themes` (pyproject.toml), while an editable or source checkout keeps it beside the
+package, so `theme_dirs()` looks in both places, then in the user's own folder
+(`$XDG_CONFIG_HOME/memtui/themes`). A file that does not parse or validate becomes one line in
+`ThemeLoad.errors` for the app to `notify` about: a broken theme is never fatal
+(DESIGN.md section 7.7, posting's `load_user_themes`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+#: memtui's own theme variables, one per budget term (in the estimator's TERM_KEYS order) plus
+#: the bar's empty track and the budget mark. The stylesheet refers to every one of them, so
+#: `VARIABLE_DEFAULTS` keeps the CSS parseable under a theme that leaves some out.
+TERM_VARIABLES = {
+    "weights": "term-weights",
+    "gradients": "term-gradients",
+    "master_weights": "term-master-weights",
+    "optimizer_states": "term-optimizer-states",
+    "activations": "term-activations",
+    "logits": "term-logits",
+    "transient": "term-transient",
+    "overhead": "term-overhead",
+}
+VARIABLE_DEFAULTS = {
+    "term-weights": "#5f87ff",
+    "term-gradients": "#af87ff",
+    "term-master-weights": "#d75fd7",
+    "term-optimizer-states": "#ff875f",
+    "term-activations": "#5fd7af",
+    "term-logits": "#d7d75f",
+    "term-transient": "#87afaf",
+    "term-overhead": "#808080",
+    "bar-track": "#3a3a3a",
+    "budget-mark": "#ffffff",
+}
+DEFAULT_THEME = "memtui-dark"
+
+
+def _colour(value: str) -> str:
+    try:
+        Color.parse(value)
+    except ColorParseError:
+        raise ValueError(f"{value!r} is not a colour (use #rrggbb, rgb(r,g,b) or a name)") from None
+    return value
+
+
+class ThemeFile(BaseModel):
+    """One theme file (see themes/dark.toml for a commented example)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    """What `--theme` and the `t` key call it."""
+    dark: bool = True
+    primary: str
+    secondary: str | None = None
+    accent: str | None = None
+    warning: str | None = None
+    error: str | None = None
+    success: str | None = None
+    foreground: str | None = None
+    background: str | None = None
+    surface: str | None = None
+    panel: str | None = None
+    variables: dict[str, str] = Field(default_factory=dict)
+    """memtui's variables (VARIABLE_DEFAULTS' keys); anything else is a typo and rejected."""
+
+    @field_validator(
+        "primary", "secondary", "accent", "warning", "error", "success", "foreground",
+        "background", "surface", "panel",
+    )  # fmt: skip
+    @classmethod
+    def _check_colour(cls, value: str | None) -> str | None:
+        return None if value is None else _colour(value)
+
+    @field_validator("variables")
+    @classmethod
+    def _check_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(VARIABLE_DEFAULTS))
+        if unknown:
+            raise ValueError(
+                f"unknown variable {unknown[0]!r}; known: {', '.join(VARIABLE_DEFAULTS)}"
+            )
+        return {k: _colour(v) for k, v in value.items()}
+
+    def to_theme(self) -> Theme:
+        """The Textual theme, with every memtui variable filled in."""
+        data = self.model_dump(exclude={"variables"})
+        return Theme(**data, variables={**VARIABLE_DEFAULTS, **self.variables})
+
+
+@dataclass
+class ThemeLoad:
+    """The themes found, in the order `t` cycles through them, and one line per bad file."""
+
+    themes: list[Theme] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def theme_dirs() -> list[Path]:
+    """Where theme files live: the installed package, the source checkout, the user's folder."""
+    package = Path(__file__).resolve().parent.parent  # .../memtui
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [package / "themes", package.parent / "themes", config / "memtui" / "themes"]
+
+
+def load_theme_file(path: Path) -> ThemeFile:
+    """Parse one file; raises ValueError with one line naming the file and the problem."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"theme {path}: cannot read it ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"theme {path}: not valid TOML ({err})") from None
+    try:
+        return ThemeFile(**data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"theme {path.name}: {where}: {msg}") from None
+
+
+def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
+    """Every `*.toml` theme in `dirs` (default `theme_dirs()`); later folders override by name."""
+    found: dict[str, Theme] = {}
+    result = ThemeLoad()
+    seen: set[Path] = set()
+    for folder in theme_dirs() if dirs is None else dirs:
+        if not folder.is_dir() or folder.resolve() in seen:
+            continue
+        seen.add(folder.resolve())
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                theme = load_theme_file(path).to_theme()
+            except ValueError as err:
+                result.errors.append(str(err))
+                continue
+            found[theme.name] = theme
+    # memtui's own themes first, so `t` starts with the shipped dark/light pair
+    result.themes = sorted(found.values(), key=lambda t: (not t.name.startswith("memtui"), t.name))
+    return result
