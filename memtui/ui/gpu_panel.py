@@ -73,7 +73,7 @@ class GpuPanel(Vertical):
 
     def _draw(self) -> None:
         view = self.view
-        if view is None or not self.is_mounted:
+        if view is None or not self.children:
             return
         self.query_one("#legend", Static).update(self._legend(view))
         self.query_one("#plan-row", GpuRow).data = RowData(budget=view.budget, unit=view.unit)

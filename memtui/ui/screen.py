@@ -70,6 +70,7 @@ class DashboardScreen(Screen[None]):
         Binding("slash", "pick_model", "Model", id="model"),
         Binding("u", "toggle_unit", "GB/GiB", id="unit"),
         Binding("w", "save_plan", "Save plan", id="save"),
+        Binding("r", "poll_now", "Refresh", id="refresh"),
         Binding("pageup", "scroll_main(-1)", "Scroll up", id="scroll-up", show=False),
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
     ]
@@ -105,6 +106,7 @@ class DashboardScreen(Screen[None]):
         self._poll_worker: Worker[None] | None = None
         self._timer: Timer | None = None
         self._note: str | None = None
+        self._ready = False  # children composed: views may be pushed down
         self.set_reactive(DashboardScreen.plan, plan)
 
     # -- layout --------------------------------------------------------------------
@@ -125,6 +127,7 @@ class DashboardScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._ready = True
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
         self._recompute()
@@ -173,7 +176,7 @@ class DashboardScreen(Screen[None]):
 
     def _push_plan(self) -> None:
         report, unit = self.report, self.unit
-        if report is None or not self.is_mounted:
+        if report is None or not self._ready:
             return
         narrow = self.has_class("-narrow")
         self.query_one(SettingsPanel).plan = self.plan
@@ -182,7 +185,7 @@ class DashboardScreen(Screen[None]):
         self.query_one(CommunicationLine).view = CommunicationView(report.communication, unit)
 
     def _push_telemetry(self) -> None:
-        if self.report is None or not self.is_mounted:
+        if self.report is None or not self._ready:
             return
         self.query_one(GpuPanel).view = PanelView(
             budget=self.report.budget,
@@ -263,6 +266,10 @@ class DashboardScreen(Screen[None]):
         worker = self._poll_worker
         return worker is not None and not worker.is_finished
 
+    def action_poll_now(self) -> None:
+        """Poll now, without waiting for the timer (ignored while a poll is in flight)."""
+        self._tick()
+
     def _tick(self) -> None:
         if self.source is None or self.polling:
             return  # a poll is still running (a slow driver): never start a second one
@@ -336,22 +343,29 @@ class DashboardScreen(Screen[None]):
         budget = self.report.budget.total
         before = self.statuses
         now: dict[str, RowStatus] = {}
+        alerts: dict[RowStatus, list[Any]] = {}
         for device in self.snapshot.devices if self.snapshot else ():
             status = classify(device, budget)
             now[device.label] = status
             was = before.get(device.label)
-            if status.alert and (was is None or not was.alert or was is not status):
-                used = size(device.memory_used, self.unit)
-                self.notify(
-                    f"GPU {device.label}: {status.value}: uses {used}, budget "
-                    f"{size(budget, self.unit)}, card {size(device.memory_total, self.unit)}",
-                    title="Memory alert",
-                    severity="error",
-                )
+            if status.alert and was is not status:
+                alerts.setdefault(status, []).append(device)
             elif status is RowStatus.LOST and was is not RowStatus.LOST:
                 self.notify(
                     f"GPU {device.label} lost: {device.error or 'no answer'}",
                     title="GPU lost",
                     severity="error",
                 )
+        # one notification per kind of crossing, naming every GPU that crossed
+        for status, devices in alerts.items():
+            worst = max(devices, key=lambda d: d.memory_used or 0)
+            names = ", ".join(d.label for d in devices)
+            self.notify(
+                f"GPU{'s' if len(devices) > 1 else ''} {names}: {status.value}: "
+                f"{'up to ' if len(devices) > 1 else ''}{size(worst.memory_used, self.unit)} "
+                f"used, budget {size(budget, self.unit)}, "
+                f"card {size(worst.memory_total, self.unit)}",
+                title="Memory alert",
+                severity="error",
+            )
         self.statuses = now

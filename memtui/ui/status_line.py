@@ -53,9 +53,10 @@ class StatusLine(Static):
         text = Text(no_wrap=True, overflow="ellipsis")
         snap = view.snapshot
         if view.plan_only_reason is not None:
-            text.append("○ plan-only: ", bad)
+            # the way forward first: on 80 columns the reason may be cut, the hint never
+            text.append("○ plan-only", bad)
+            text.append(" (try `memtui --demo`): ", dim)
             text.append(view.plan_only_reason)
-            text.append("  Try `memtui --demo`.", dim)
         elif snap is None:
             text.append(f"… {self._mode(view.source)}: waiting for the first poll", dim)
         else:

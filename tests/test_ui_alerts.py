@@ -1,0 +1,140 @@
+"""Alerts: a notification and a mark on the row when a GPU passes its budget or 95 percent of
+its capacity, from a replayed trace and from the fake libnvidia-ml; and polls that block."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from fake_nvml.harness import H100_TOTAL, gpu
+from test_ui_support import (
+    BlockingSource,
+    budget_total,
+    demo_source,
+    llama_plan,
+    lost_gpu_snapshot,
+    screen_of,
+    text_of,
+    wait_for,
+    write_trace,
+)
+
+from memtui.estimator import Strategy
+from memtui.telemetry import NvmlSource, ReplaySource
+from memtui.ui import make_app
+from memtui.ui.gpu_row import GpuRow
+from memtui.ui.gpu_state import RowStatus
+
+
+def _record_notifications(app: Any) -> list[str]:
+    seen: list[str] = []
+    original = app.notify
+
+    def notify(message: str, *args: Any, **kwargs: Any) -> None:
+        seen.append(message)
+        original(message, *args, **kwargs)
+
+    app.notify = notify
+    return seen
+
+
+def _alert_rows(app: Any) -> list[GpuRow]:
+    return [
+        row for row in app.screen.query(".device-row").results(GpuRow) if row.has_class("-alert")
+    ]
+
+
+async def test_replay_over_budget_alerts_once_and_marks_the_row(tmp_path: Path) -> None:
+    plan = llama_plan()
+    under = demo_source(plan, 1.0).poll()  # 93-97 % of the plan's budget
+    over = demo_source(plan, 1.2).poll()  # 112-116 %: every GPU over budget
+    trace = write_trace(tmp_path / "over.jsonl", [under, over, over])
+    app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
+    seen = _record_notifications(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        assert not _alert_rows(app)
+        assert set(screen.statuses.values()) == {RowStatus.UNDER}
+        for polls in (2, 3):  # `r` polls now: the replay steps one line per poll
+            await pilot.press("r")
+            await wait_for(pilot, lambda: screen.polls >= polls)  # noqa: B023
+        await pilot.pause()
+        assert set(screen.statuses.values()) == {RowStatus.OVER}
+        assert len(_alert_rows(app)) == 8
+        alerts = [m for m in seen if "OVER BUDGET" in m]
+        assert len(alerts) == 1  # one per crossing naming every GPU, not one per poll
+        assert alerts[0].startswith("GPUs 0, 1, 2, 3, 4, 5, 6, 7: OVER BUDGET")
+        assert "OVER BUDGET" in text_of(app)  # the word, not only the colour
+
+
+async def test_a_plan_change_can_clear_the_alert(tmp_path: Path) -> None:
+    plan = llama_plan()
+    trace = write_trace(tmp_path / "over.jsonl", [demo_source(plan, 1.2).poll()])
+    app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        assert len(_alert_rows(app)) == 8
+        await pilot.press("s")  # fsdp -> shard-grad-op: a larger budget, the job is inside it
+        await pilot.pause()
+        assert screen.plan.strategy is Strategy.fsdp_shard_grad_op
+        assert budget_total(screen.plan) > budget_total(plan)
+        assert not _alert_rows(app)
+
+
+async def test_fake_nvml_near_capacity_alert(fake_nvml_in_process: Any) -> None:
+    used_near = int(H100_TOTAL * 0.97)
+    fake_nvml_in_process.write(
+        {"gpus": [gpu(0, used=20 * 2**30, procs=[(4242, 20 * 2**30)]), gpu(1, used=used_near)]}
+    )
+    plan = llama_plan().model_copy(update={"strategy": Strategy.ddp})  # budget > the card
+    app = make_app(plan, NvmlSource(), interval=3600)
+    seen = _record_notifications(app)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        await pilot.pause()
+        assert screen.statuses == {"0": RowStatus.UNDER, "1": RowStatus.NEAR_CAPACITY}
+        rows = _alert_rows(app)
+        assert len(rows) == 1 and rows[0].data and rows[0].data.device.label == "1"
+        assert "NEAR" in text_of(app)
+    assert any("GPU 1: NEAR CAPACITY" in m for m in seen)
+
+
+async def test_lost_gpu_is_said_and_others_keep_updating(tmp_path: Path) -> None:
+    plan = llama_plan()
+    trace = write_trace(tmp_path / "lost.jsonl", [lost_gpu_snapshot(plan)])
+    app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
+    seen = _record_notifications(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        await pilot.pause()
+        assert screen.statuses["3"] is RowStatus.LOST
+        assert sum(s is RowStatus.UNDER for s in screen.statuses.values()) == 7
+        assert "GPU LOST" in text_of(app)
+    assert any("GPU 3 lost" in m for m in seen)
+
+
+async def test_keys_keep_working_while_a_poll_blocks() -> None:
+    """The poll runs in a thread worker: while it hangs, keys change the plan and the budget,
+    the timer keeps firing, and no second poll starts (polls never overlap)."""
+    plan = llama_plan()
+    source = BlockingSource(demo_source(plan).poll())
+    app = make_app(plan, source, interval=0.02)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        assert await asyncio.to_thread(source.entered.wait, 30)
+        for key in ("s", "m", "plus", "right_square_bracket", "f", "c", "o", "p"):
+            before = screen.plan
+            await pilot.press(key)
+            assert screen.plan != before, key
+        await pilot.pause(0.3)  # let the 20 ms timer fire many times against the hung poll
+        assert screen.polling and screen.snapshot is None
+        assert source.calls == 1 and source.max_inside == 1
+        source.release.set()
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        assert screen.snapshot is not None
+    assert source.max_inside == 1

@@ -1,0 +1,190 @@
+"""Every key of the dashboard, driven by Pilot, with telemetry from a replayed trace and from
+the fake libnvidia-ml. Each key must change the plan, and the budget on screen must follow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_nvml.harness import node
+from test_ui_support import (
+    budget_total,
+    demo_source,
+    llama_plan,
+    screen_of,
+    text_of,
+    wait_for,
+    write_trace,
+)
+
+from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
+from memtui.telemetry import NvmlSource, ReplaySource
+from memtui.ui import make_app
+from memtui.ui.gpu_panel import GpuPanel
+from memtui.ui.settings_panel import SettingsPanel
+
+# (key, what it changes, the value before, the value after one press) from the default plan
+PLAN_KEYS: list[tuple[str, Any, Any, Any]] = [
+    ("s", lambda p: p.strategy, Strategy.fsdp, Strategy.fsdp_shard_grad_op),
+    ("o", lambda p: p.optimizer, Optimizer.adamw, Optimizer.adamw8bit),
+    ("m", lambda p: p.method, Method.full, Method.lora),
+    ("p", lambda p: p.precision, Precision.bf16_mixed, Precision.bf16),
+    ("f", lambda p: p.attention, Attention.flash, Attention.eager),
+    ("c", lambda p: p.checkpointing, Checkpointing.none, Checkpointing.selective),
+    ("plus", lambda p: p.micro_batch, 1, 2),
+    ("equals_sign", lambda p: p.micro_batch, 1, 2),
+    ("right_square_bracket", lambda p: p.seq_len, 4096, 8192),
+    ("left_square_bracket", lambda p: p.seq_len, 4096, 2048),
+    ("g", lambda p: p.hardware.gpus_per_node, 8, 9),
+    ("G", lambda p: p.hardware.gpus_per_node, 8, 7),
+    ("k", lambda p: p.hardware.gpu_name, "H100 80GB SXM", "H100 80GB PCIe"),
+    ("a", lambda p: p.grad_accum, 1, 2),
+]
+
+
+@pytest.fixture
+def replay_trace(tmp_path: Path) -> Path:
+    plan = llama_plan()
+    return write_trace(tmp_path / "run.jsonl", [demo_source(plan).poll()])
+
+
+@pytest.mark.parametrize(
+    ("key", "field", "before", "after"), PLAN_KEYS, ids=[k[0] for k in PLAN_KEYS]
+)
+async def test_plan_key_changes_plan_and_budget_on_screen(
+    replay_trace: Path, key: str, field: Any, before: Any, after: Any
+) -> None:
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        assert field(screen.plan) == before
+        await pilot.press(key)
+        await pilot.pause()
+        assert field(screen.plan) == after
+        # the budget the GPU rows are drawn against is the new plan's, from the estimator
+        view = app.screen.query_one(GpuPanel).view
+        assert view is not None and view.budget.total == budget_total(screen.plan)
+        assert view.snapshot is not None and len(view.snapshot.devices) == 8
+
+
+async def test_minus_and_shift_a_step_down(replay_trace: Path) -> None:
+    plan = llama_plan().model_copy(update={"micro_batch": 3, "grad_accum": 2})
+    app = make_app(plan, ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("minus", "A")
+        screen = screen_of(app)
+        assert (screen.plan.micro_batch, screen.plan.grad_accum) == (2, 1)
+        await pilot.press("minus", "minus")  # at 1 already: said, not applied
+        assert screen.plan.micro_batch == 1
+
+
+async def test_settings_rows_reach_every_plan_input(replay_trace: Path) -> None:
+    from memtui.ui.plan_edits import SETTINGS
+
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        panel = app.screen.query_one(SettingsPanel)
+        assert panel.has_focus
+        for index, setting in enumerate(SETTINGS):
+            assert panel.current_key == setting.key
+            if setting.step is not None:
+                before = screen.plan
+                await pilot.press("right")
+                assert screen.plan != before, setting.key
+                await pilot.press("left")
+                assert setting.show(screen.plan) == setting.show(before), setting.key
+            if index < len(SETTINGS) - 1:
+                await pilot.press("down")
+        await pilot.press("down")  # wraps to the model row
+        assert panel.current_key == "model"
+        await pilot.press("up")
+        assert panel.current_key == SETTINGS[-1].key
+
+
+async def test_unit_key_switches_gb_and_gib(replay_trace: Path) -> None:
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        assert "GB = 10^9 B" in text_of(app)
+        await pilot.press("u")
+        await pilot.pause()
+        assert screen.unit == "GiB" and "GiB = 2^30 B" in text_of(app)
+
+
+async def test_theme_help_and_quit_keys(replay_trace: Path) -> None:
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.theme == "memtui-dark"
+        await pilot.press("t")
+        assert app.theme == "memtui-light"
+        await pilot.press("t")
+        assert app.theme == "memtui-dark"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        keys = text_of(app)
+        for description in ("Strategy", "Optimizer", "Method", "Precision", "Flash", "Theme"):
+            assert description in keys
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert not app.screen.query("HelpPanel")
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_keys_are_remappable_by_binding_id(replay_trace: Path) -> None:
+    app = make_app(
+        llama_plan(),
+        ReplaySource(replay_trace, speed=None),
+        interval=3600,
+        keymap={"strategy": "x"},
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("x")
+        assert screen_of(app).plan.strategy is Strategy.fsdp_shard_grad_op
+
+
+async def test_save_key_writes_the_plan_atomically(replay_trace: Path, tmp_path: Path) -> None:
+    from memtui.ui.plan_file import load_plan
+
+    target = tmp_path / "saved" / "plan.toml"
+    app = make_app(
+        llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600, save_path=target
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("s", "w")
+        await wait_for(pilot, target.exists)
+        saved = load_plan(target)
+        assert saved.strategy is Strategy.fsdp_shard_grad_op
+        assert saved.model.parameters == llama_plan().model.parameters
+        assert [p.name for p in target.parent.iterdir()] == ["plan.toml"]  # no temp left
+
+
+async def test_every_key_with_the_fake_nvml(fake_nvml_in_process: Any) -> None:
+    """Live mode against the fake libnvidia-ml: the plan is sized to the GPUs found, and every
+    plan key still moves the budget drawn on the rows."""
+    fake_nvml_in_process.write(node(4, 2))
+    app = make_app(
+        llama_plan(),
+        NvmlSource(),
+        interval=3600,
+        fit_to_devices=frozenset({"gpus", "memory"}),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await pilot.pause()
+        assert screen.plan.hardware.gpus_per_node == 4
+        assert screen.plan.hardware.gpu_name == "NVIDIA H100 80GB HBM3"
+        for key, field, _, _ in PLAN_KEYS:
+            before = field(screen.plan)
+            await pilot.press(key)
+            assert field(screen.plan) != before, key
+            view = app.screen.query_one(GpuPanel).view
+            assert view is not None and view.budget.total == budget_total(screen.plan)
+        assert "live NVML" in text_of(app)
