@@ -7,6 +7,7 @@ One test per fault from issue 3, each asserting what the user would see in the s
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 
 import psutil
@@ -394,3 +395,26 @@ def test_process_lookups_are_cached_while_listed_and_dropped_after(
     fake_nvml_in_process.write({"gpus": [gpu(0, used=GiB, procs=[(ME, GiB)])]})  # PID reused
     assert (source.poll().devices[0].processes or ())[0].name is not None
     assert looked_up == [ME, ME]
+
+
+def test_close_never_waits_on_a_hung_shutdown(fake_nvml_in_process: FakeNvml) -> None:
+    """nvmlShutdown that hangs: close() gives it `timeout_s`, then returns (exit stays quick)."""
+    fake_nvml_in_process.write(node(1))
+    bounded = BoundedSource(NvmlSource(), timeout_s=0.3)
+    assert bounded.poll().ok
+    fake_nvml_in_process.write({**node(1), "hang": ["nvmlShutdown"]})
+    started = time.monotonic()
+    bounded.close()
+    assert time.monotonic() - started < 5
+    fake_nvml_in_process.write(node(1))  # let the abandoned shutdown finish
+    bounded.close()  # twice is fine
+
+
+def test_close_skips_shutdown_while_a_poll_is_stuck(fake_nvml_in_process: FakeNvml) -> None:
+    fake_nvml_in_process.write({**node(1), "hang": ["nvmlDeviceGetUtilizationRates"]})
+    bounded = BoundedSource(NvmlSource(), timeout_s=0.3)
+    assert bounded.poll().state is SourceState.TIMEOUT
+    bounded.close()
+    assert fake_nvml_in_process.calls()["nvmlShutdown"] == 0
+    fake_nvml_in_process.write(node(1))
+    assert bounded.wait_idle(30)

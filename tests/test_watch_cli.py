@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from fake_nvml.harness import FakeNvml, GiB, MiB, gpu, mig_instance, node
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def watch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def watch(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m memtui watch ARGS` (the installed entry point's code path)."""
     base = dict(os.environ if env is None else env)
     base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
@@ -26,7 +29,7 @@ def watch(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         text=True,
         env=base,
         cwd=ROOT,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -184,3 +187,15 @@ def test_watch_module_import_is_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_hung_poll_and_hung_shutdown_do_not_hang_exit(fake_nvml: FakeNvml) -> None:
+    """A poll stuck in NVML is abandoned, and nvmlShutdown (which would hang too) is skipped."""
+    fake_nvml.write({**node(1), "hang": ["nvmlDeviceGetUtilizationRates", "nvmlShutdown"]})
+    started = time.monotonic()
+    out = watch("--once", "--timeout", "1", env=fake_nvml.env(), timeout=30)
+    assert time.monotonic() - started < 30
+    assert out.returncode == 1, out.stderr
+    assert "NVML is not answering" in out.stdout
+    assert "Traceback" not in out.stderr
+    assert fake_nvml.calls()["nvmlShutdown"] == 0  # never entered while the poll was stuck

@@ -5,18 +5,18 @@ memory.free,memory.reserved,utilization.gpu,utilization.memory` and
 `nvidia-smi --query-compute-apps=pid,used_memory` answer, as frozen `NodeSnapshot`s.
 
 Design (DESIGN.md section 7.2, nvitop's libnvml idea): lazy init on the first poll, one
-shutdown at exit; every NVMLError becomes data: a field NVML does not support is None
-("n/a"), a device that errors is marked lost while the others update, and a library-level
-failure (no library, driver not loaded, version mismatch, no permission) becomes the
-snapshot's state with a one-line reason and remedy. Static facts (name, UUID, MIG layout,
-which calls are supported) are read once at init, so a steady-state poll costs per GPU one
-memory call, one utilisation call and one or two process-list calls (pynvml asks for the
-count first): see `STEADY_CALLS_PER_GPU`.
+shutdown at exit (the hook is `BoundedSource`'s, bounded so a hung driver cannot block the
+exit); every NVMLError becomes data: a field NVML does not support is None ("n/a"), a device
+that errors is marked lost while the others update, and a library-level failure (no library,
+driver not loaded, version mismatch, no permission) becomes the snapshot's state with a one-
+line reason and remedy. Static facts (name, UUID, MIG layout, which calls are supported) are
+read once at init, so a steady-state poll costs per GPU one memory call, one utilisation
+call and one or two process-list calls (pynvml asks for the count first): see
+`STEADY_CALLS_PER_GPU`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import socket
 import time
@@ -184,7 +184,6 @@ class NvmlSource:
         except pynvml.NVMLError as err:
             return self._failure(_code(err), str(err))
         self._initialized = True
-        atexit.register(self.close)
         try:
             self._discover()
         except pynvml.NVMLError as err:
@@ -259,8 +258,9 @@ class NvmlSource:
         return children
 
     def close(self) -> None:
-        """nvmlShutdown once (also registered with atexit). Safe to call twice."""
-        atexit.unregister(self.close)
+        """nvmlShutdown once. Safe to call twice. Not registered with atexit here: the exit
+        hook belongs to `BoundedSource` (`open_nvml`), which skips it while a poll is stuck
+        in the driver; a bare NvmlSource must be closed by its owner."""
         if self._initialized:
             self._shutdown()
 

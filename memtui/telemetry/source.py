@@ -7,6 +7,7 @@ Every source (NVML, replay, synthetic) implements `TelemetrySource`: `poll()` re
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -39,6 +40,11 @@ class BoundedSource:
     once and may poll again later. Polls never overlap: while the abandoned poll is still
     running, further polls answer TIMEOUT without touching NVML. When it ends, the next poll
     starts afresh (its stale result is dropped).
+
+    It also owns the exit hook: `close()` runs at interpreter exit (the inner source does not
+    register its own), skips the inner close while an abandoned poll is stuck (nvmlShutdown
+    would block on the same driver) and otherwise gives it `timeout_s` in a daemon thread, so
+    a hung driver can never keep memtui from exiting.
     """
 
     def __init__(
@@ -54,10 +60,15 @@ class BoundedSource:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
+        self._closed = False
+        atexit.register(self.close)
 
     def poll(self) -> NodeSnapshot:
         """Poll the inner source, bounded by `timeout_s`."""
         with self._lock:  # callers from several threads still never overlap
+            if self._closed:  # polled again after close(): the inner source re-initialises
+                self._closed = False
+                atexit.register(self.close)
             if self._thread is not None and self._thread.is_alive():
                 waited = self._clock() - self._started_at
                 return self._timeout(f"previous poll still running after {waited:.0f} s")
@@ -99,9 +110,17 @@ class BoundedSource:
         return not self.busy()
 
     def close(self) -> None:
-        """Close the inner source unless a hung poll still holds it (closing would hang too)."""
-        if not self.busy():
-            self.inner.close()
+        """Close the inner source, bounded: never while a hung poll still holds it (closing
+        would hang too), and never waiting more than `timeout_s`. Safe to call twice."""
+        atexit.unregister(self.close)
+        if self._closed or self.busy():
+            return  # a stuck poll: leave NVML to the OS, the process can still exit
+        self._closed = True
+        closer = threading.Thread(
+            target=self.inner.close, name=f"memtui-close-{self.name}", daemon=True
+        )
+        closer.start()
+        closer.join(self.timeout_s)
 
     def _timeout(self, why: str) -> NodeSnapshot:
         return failed_snapshot(
