@@ -14,6 +14,7 @@ from memtui.telemetry import (
     BoundedSource,
     DeviceSnapshot,
     NodeSnapshot,
+    ProcessSnapshot,
     Recorder,
     ReplaySource,
     SourceState,
@@ -210,3 +211,51 @@ def test_only_telemetry_imports_pynvml() -> None:
         text = path.read_text()
         assert "import textual" not in text and "from rich" not in text
         assert "memtui.estimator" not in text
+
+
+def _snap_with_command(t: float, command: str) -> NodeSnapshot:
+    proc = ProcessSnapshot(pid=7, used_bytes=GiB, name="python", command=command)
+    devices = (DeviceSnapshot(index=0, uuid="GPU-a", memory_used=GiB, processes=(proc,)),)
+    return NodeSnapshot(time=t, devices=devices)
+
+
+def test_trace_cut_inside_a_multibyte_character_is_read_up_to_the_cut(tmp_path: Path) -> None:
+    """SIGKILL mid-write of a non-ASCII command line leaves half a UTF-8 character."""
+    trace = tmp_path / "run.jsonl"
+    command = "python train.py --name=模型-ü"
+    with Recorder(trace) as rec:
+        rec.write(_snap_with_command(1.0, command))
+        rec.write(_snap_with_command(2.0, command))
+    whole = (_snap_with_command(3.0, command).model_dump_json() + "\n").encode()
+    cut = whole.index("模".encode()) + 1  # inside the 3-byte character
+    with trace.open("ab") as f:
+        f.write(whole[:cut])
+    assert [s.time for s in read_trace(trace)] == [1.0, 2.0]
+    replay = ReplaySource(trace, speed=None)
+    first = replay.poll()
+    assert (first.devices[0].processes or ())[0].command == command
+    assert replay.poll().time == 2.0
+    assert replay.poll().state is SourceState.ENDED
+    replay.close()
+
+
+def test_a_bad_line_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    trace = tmp_path / "run.jsonl"
+    with Recorder(trace) as rec:
+        rec.write(_snap(1.0, GiB))
+    with trace.open("ab") as f:
+        f.write(b"\xff\xfe\x00garbage\x80\n")
+    with Recorder(trace) as rec:
+        rec.write(_snap(2.0, GiB))
+    assert [s.time for s in read_trace(trace)] == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"\x7fELF\x02\x01\x01\x00\xff\xfe\x80\x81\n\x00\x00", b'{"a": 1}\nhello\n']
+)
+def test_empty_binary_or_unrelated_trace_is_an_error(tmp_path: Path, content: bytes) -> None:
+    trace = tmp_path / "x.jsonl"
+    trace.write_bytes(content)
+    snap = ReplaySource(trace, speed=None).poll()
+    assert snap.state is SourceState.ERROR
+    assert "no memtui snapshots" in (snap.reason or "") and "\n" not in (snap.message or "")

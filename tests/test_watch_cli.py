@@ -199,3 +199,23 @@ def test_hung_poll_and_hung_shutdown_do_not_hang_exit(fake_nvml: FakeNvml) -> No
     assert "NVML is not answering" in out.stdout
     assert "Traceback" not in out.stderr
     assert fake_nvml.calls()["nvmlShutdown"] == 0  # never entered while the poll was stuck
+
+
+@pytest.mark.parametrize(
+    ("content", "flags"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00\xff\xfe\x80\x81\n\x00\xc3", ("--once",)),
+        (b"", ("--once",)),
+        (b'{"unrelated": true}\n', ("--speed", "0")),  # no --once: must still stop
+    ],
+)
+def test_replay_of_binary_empty_or_unrelated_file_is_one_line_exit_1(
+    tmp_path: Path, content: bytes, flags: tuple[str, ...]
+) -> None:
+    trace = tmp_path / "not-a-trace.bin"
+    trace.write_bytes(content)
+    out = watch("--replay", str(trace), *flags, timeout=30)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1 and "holds no memtui snapshots" in lines[0], out.stdout

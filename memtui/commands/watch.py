@@ -10,7 +10,8 @@
 
 Exit codes: 0 when the data was read, and also when this machine has no NVIDIA driver (one
 line says so); 1 when NVML is present but unusable (driver not loaded, version mismatch,
-no permission, timeout); 2 for a usage error (e.g. `--only` matches no GPU).
+no permission, timeout) or a `--replay` file cannot be read or holds no snapshot (empty,
+binary, unrelated); 2 for a usage error (e.g. `--only` matches no GPU).
 
 The top level imports only argparse: telemetry, psutil, pynvml and rich load in `run`.
 """
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
                 break
             if snapshot.state is SourceState.NO_LIBRARY:
                 break  # no driver on this machine: nothing will change by waiting
+            if args.replay and snapshot.state is not SourceState.OK:
+                break  # unreadable, empty or unrelated trace: a file does not heal itself
             time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     except KeyboardInterrupt:
         return 0

@@ -1,13 +1,16 @@
 """Record snapshots as a JSONL trace: one `NodeSnapshot` JSON object per line.
 
 Each poll is appended and flushed at once, so killing memtui (even with SIGKILL) loses at
-most the poll in flight; a truncated last line is skipped by the reader. The format is
+most the poll in flight; a truncated last line is skipped by the reader. Readers take the
+file as bytes and decode each line on its own, tolerantly: a line cut inside a multibyte
+character (SIGKILL mid-write of a non-ASCII command line), or a binary file, yields lines
+that simply fail to parse and are skipped, never a UnicodeDecodeError. The format is
 documented in docs/telemetry.md and read back by `ReplaySource`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -45,21 +48,29 @@ class Recorder:
         self.close()
 
 
-def parse_line(line: str) -> NodeSnapshot | None:
-    """One trace line as a snapshot; None for a blank, truncated or foreign line."""
+def parse_line(line: str | bytes) -> NodeSnapshot | None:
+    """One trace line as a snapshot; None for a blank, truncated, binary or foreign line."""
+    if isinstance(line, bytes):
+        # per line and tolerant: a half-written character spoils its own line only
+        line = line.decode("utf-8", errors="replace")
     line = line.strip()
     if not line:
         return None
     try:
         return NodeSnapshot.model_validate_json(line)
-    except ValidationError:
+    except (ValidationError, ValueError):
         return None
+
+
+def iter_snapshots(lines: Iterable[bytes]) -> Iterator[NodeSnapshot]:
+    """The readable snapshots among raw trace lines (a file opened "rb"), in order."""
+    for line in lines:
+        snapshot = parse_line(line)
+        if snapshot is not None:
+            yield snapshot
 
 
 def read_trace(path: str | Path) -> Iterator[NodeSnapshot]:
     """Every readable snapshot of a trace, in order (bad lines are skipped)."""
-    with Path(path).open(encoding="utf-8") as file:
-        for line in file:
-            snapshot = parse_line(line)
-            if snapshot is not None:
-                yield snapshot
+    with Path(path).open("rb") as file:
+        yield from iter_snapshots(file)

@@ -3,7 +3,8 @@
 At `speed=1` a poll returns the snapshot that was current at the same offset into the
 recording; `speed=10` plays ten times faster; `speed=None` steps one line per poll (tests,
 benchmarks). Snapshots keep their recorded `time`; `source` becomes "replay:<file name>".
-At the end the last snapshot is repeated with state ENDED, or the trace restarts if `loop`.
+At the end the last snapshot is repeated with state ENDED, or the trace restarts if `loop`;
+a file without a single readable snapshot (empty, binary, unrelated) answers state ERROR.
 The trace is read lazily, so hours of recording cost no memory up front.
 """
 
@@ -12,10 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 from memtui.telemetry.models import NodeSnapshot, SourceState, failed_snapshot
-from memtui.telemetry.recorder import parse_line
+from memtui.telemetry.recorder import iter_snapshots
 from memtui.telemetry.source import select_devices
 
 
@@ -37,7 +38,7 @@ class ReplaySource:
         self.only = tuple(only)
         self.name = f"replay:{self.path.name}"
         self._clock = clock
-        self._file: TextIO | None = None
+        self._file: BinaryIO | None = None
         self._lines: Iterator[NodeSnapshot] | None = None
         self._current: NodeSnapshot | None = None
         self._pending: NodeSnapshot | None = None
@@ -47,8 +48,8 @@ class ReplaySource:
 
     def _open(self) -> None:
         self.close()
-        self._file = self.path.open(encoding="utf-8")
-        self._lines = (s for s in map(parse_line, self._file) if s is not None)
+        self._file = self.path.open("rb")  # bytes: each line is decoded on its own
+        self._lines = iter_snapshots(self._file)
         self._current = self._pending = None
         self._ended = False
         self._started = self._clock()
@@ -79,9 +80,11 @@ class ReplaySource:
             )
         if snapshot is None:
             if self._current is None:
+                # empty, binary or unrelated: an error, not a replay that merely ended
                 return failed_snapshot(
-                    SourceState.ENDED,
-                    f"trace {self.path.name} holds no snapshots",
+                    SourceState.ERROR,
+                    f"trace {self.path.name} holds no memtui snapshots "
+                    "(empty, or not a JSONL trace)",
                     "record one with `memtui watch --record FILE`",
                     time=time.time(),
                     source=self.name,
