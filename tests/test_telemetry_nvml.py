@@ -15,6 +15,7 @@ import pytest
 from fake_nvml.harness import FakeNvml, GiB, MiB, gpu, mig_instance, node
 
 from memtui.telemetry import (
+    REDISCOVER_EVERY,
     STEADY_CALLS_PER_GPU,
     BoundedSource,
     NvmlSource,
@@ -418,3 +419,99 @@ def test_close_skips_shutdown_while_a_poll_is_stuck(fake_nvml_in_process: FakeNv
     assert fake_nvml_in_process.calls()["nvmlShutdown"] == 0
     fake_nvml_in_process.write(node(1))
     assert bounded.wait_idle(30)
+
+
+def _mig_node() -> dict[str, object]:
+    return {
+        "gpus": [
+            gpu(
+                0,
+                name="NVIDIA A100-SXM4-80GB",
+                used=13 * GiB,
+                mig=[
+                    mig_instance(1, used=10 * GiB, procs=[(ME, 9 * GiB)], uuid="MIG-aaaa"),
+                    mig_instance(2, used=3 * GiB, uuid="MIG-bbbb"),
+                ],
+            ),
+            gpu(1, used=20 * GiB, procs=[(ME, 19 * GiB)]),
+        ]
+    }
+
+
+def test_one_gpus_mig_discovery_error_marks_only_that_gpu(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({**_mig_node(), "errors": {"nvmlDeviceGetMaxMigDeviceCount@0": 999}})
+    snap = source.poll()
+    assert snap.state is SourceState.OK
+    assert [d.label for d in snap.devices] == ["0", "1"]
+    broken, fine = snap.devices
+    assert not broken.lost and broken.memory_used == 13 * GiB
+    assert "MIG devices could not be listed" in (broken.error or "")
+    assert not fine.lost and fine.memory_used == 20 * GiB and fine.error is None
+    # the fault clears: the MIG devices appear by themselves within REDISCOVER_EVERY polls
+    fake_nvml_in_process.write(_mig_node())
+    for _ in range(REDISCOVER_EVERY):
+        snap = source.poll()
+    assert [d.label for d in snap.devices] == ["0", "0:0", "0:1", "1"]
+    assert snap.devices[0].error is None
+
+
+def test_gpu_whose_handle_failed_at_init_is_rediscovered(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({**node(2), "errors": {"nvmlDeviceGetHandleByIndex_v2@1": 15}})
+    assert [d.lost for d in source.poll().devices] == [False, True]
+    fake_nvml_in_process.write(node(2))  # reset, back on the bus
+    lost = [source.poll().devices[1].lost for _ in range(REDISCOVER_EVERY)]
+    assert lost[-1] is False and lost[0] is True
+    back = source.poll().devices[1]
+    assert back.memory_used == 20 * GiB and back.uuid and back.name
+    # healthy GPUs cost no rediscovery: the steady poll is unchanged
+    fake_nvml_in_process.reset_calls()
+    for _ in range(REDISCOVER_EVERY):
+        source.poll()
+    assert "nvmlDeviceGetHandleByIndex_v2" not in fake_nvml_in_process.calls()
+
+
+def test_process_list_error_keeps_memory_and_says_why(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write(
+        {**node(2, 1), "errors": {"nvmlDeviceGetComputeRunningProcesses_v3@1": 999}}
+    )
+    d = source.poll().devices[1]
+    assert not d.lost and d.memory_used == 20 * GiB and d.utilization_gpu == 50
+    assert d.processes is None
+    assert "Unknown Error" in (d.processes_note or "") and "999" in (d.processes_note or "")
+
+
+def test_gpu_lost_when_reading_mig_mode_is_marked_lost(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    fake_nvml_in_process.write({**node(2), "errors": {"nvmlDeviceGetMigMode@1": 15}})
+    snap = source.poll()
+    assert [d.lost for d in snap.devices] == [False, True]
+    assert "GPU is lost" in (snap.devices[1].error or "")
+
+
+def test_only_selects_a_mig_device_by_its_uuid(fake_nvml_in_process: FakeNvml) -> None:
+    fake_nvml_in_process.write(_mig_node())
+    src = NvmlSource(only=("MIG-bbbb",))
+    try:
+        (d,) = src.poll().devices
+        assert (d.label, d.uuid, d.memory_used) == ("0:1", "MIG-bbbb", 3 * GiB)
+    finally:
+        src.close()
+
+
+def test_only_rejects_an_ambiguous_uuid_prefix(fake_nvml_in_process: FakeNvml) -> None:
+    fake_nvml_in_process.write(node(3))
+    src = NvmlSource(only=("GPU-",))
+    try:
+        snap = src.poll()
+        assert snap.state is SourceState.ERROR and snap.devices == ()
+        assert "--only GPU- is ambiguous" in (snap.reason or "")
+        assert "0, 1, 2" in (snap.reason or "") and "UUID" in (snap.remedy or "")
+    finally:
+        src.close()

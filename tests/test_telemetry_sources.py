@@ -259,3 +259,12 @@ def test_empty_binary_or_unrelated_trace_is_an_error(tmp_path: Path, content: by
     snap = ReplaySource(trace, speed=None).poll()
     assert snap.state is SourceState.ERROR
     assert "no memtui snapshots" in (snap.reason or "") and "\n" not in (snap.message or "")
+
+
+def test_only_rejects_an_ambiguous_prefix_on_snapshots() -> None:
+    snap = SyntheticSource(3, clock=Clock(0.0), start=0.0).poll()
+    chosen = select_devices(snap, ("GPU-",))
+    assert chosen.state is SourceState.ERROR and chosen.devices == ()
+    assert "--only GPU- is ambiguous" in (chosen.reason or "")
+    exact = snap.devices[1].uuid or ""
+    assert [d.index for d in select_devices(snap, (exact,)).devices] == [1]

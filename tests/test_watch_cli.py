@@ -219,3 +219,33 @@ def test_replay_of_binary_empty_or_unrelated_file_is_one_line_exit_1(
     assert "Traceback" not in out.stderr
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1 and "holds no memtui snapshots" in lines[0], out.stdout
+
+
+def test_only_ambiguous_prefix_is_a_usage_error_and_mig_uuid_selects(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write(
+        {
+            "gpus": [
+                gpu(0, mig=[mig_instance(1, uuid="MIG-aaaa"), mig_instance(2, uuid="MIG-bbbb")]),
+                gpu(1),
+            ]
+        }
+    )
+    out = watch("--once", "--only", "GPU-", env=fake_nvml.env())
+    assert out.returncode == 2 and "--only GPU- is ambiguous" in out.stdout, out.stdout
+    mig = watch("--once", "--json", "--only", "MIG-bbbb", env=fake_nvml.env())
+    assert mig.returncode == 0, mig.stderr
+    assert [d["uuid"] for d in json.loads(mig.stdout)["devices"]] == ["MIG-bbbb"]
+
+
+def test_mig_discovery_error_on_one_gpu_leaves_the_others(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write(
+        {
+            "gpus": [gpu(0, mig=[mig_instance(1)]), gpu(1, used=20 * GiB)],
+            "errors": {"nvmlDeviceGetMaxMigDeviceCount@0": 999},
+        }
+    )
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
+    assert "GPU 0: MIG devices could not be listed" in out.stdout
+    rows = [line for line in out.stdout.splitlines() if line.startswith("1 ")]
+    assert rows and "20.0 GiB" in rows[0] and "LOST" not in out.stdout

@@ -210,6 +210,8 @@ def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
             _percent(d.utilization_gpu),
             "n/a" if d.processes is None else str(len(d.processes)),
         )
+        if d.error:  # partly unreadable (e.g. its MIG devices), yet polled
+            notes.append(f"GPU {d.label}: {d.error}")
         if d.host_memory_fallback:
             notes.append(f"GPU {d.label}: unified memory, figures are the host's RAM")
         if d.processes_note:

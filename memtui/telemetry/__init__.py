@@ -16,7 +16,7 @@ from memtui.telemetry.models import (
     ProcessSnapshot,
     SourceState,
 )
-from memtui.telemetry.nvml import STEADY_CALLS_PER_GPU, NvmlSource
+from memtui.telemetry.nvml import REDISCOVER_EVERY, STEADY_CALLS_PER_GPU, NvmlSource
 from memtui.telemetry.recorder import Recorder, read_trace
 from memtui.telemetry.replay import ReplaySource
 from memtui.telemetry.source import (
@@ -30,6 +30,7 @@ from memtui.telemetry.synthetic import H100_80GB_TOTAL_BYTES, SyntheticSource
 
 __all__ = [
     "H100_80GB_TOTAL_BYTES",
+    "REDISCOVER_EVERY",
     "STEADY_CALLS_PER_GPU",
     "TRACE_FORMAT",
     "BoundedSource",

@@ -8,9 +8,9 @@ Design (DESIGN.md section 7.2, nvitop's libnvml idea): lazy init on the first po
 shutdown at exit (the hook is `BoundedSource`'s, bounded so a hung driver cannot block the
 exit); every NVMLError becomes data: a field NVML does not support is None ("n/a"), a device
 that errors is marked lost while the others update, and a library-level failure (no library,
-driver not loaded, version mismatch, no permission) becomes the snapshot's state with a one-
-line reason and remedy. Static facts (name, UUID, MIG layout, which calls are supported) are
-read once at init, so a steady-state poll costs per GPU one memory call, one utilisation
+driver not loaded, version mismatch, no permission) becomes the snapshot's state with a
+one-line reason and remedy. Static facts (name, UUID, MIG layout, which calls are supported)
+are read once at init, so a steady-state poll costs per GPU one memory call, one utilisation
 call and one or two process-list calls (pynvml asks for the count first): see
 `STEADY_CALLS_PER_GPU`.
 """
@@ -32,12 +32,16 @@ from memtui.telemetry.models import (
     failed_snapshot,
 )
 from memtui.telemetry.processes import OTHER_NAMESPACE_NOTE, ProcessInfoCache
-from memtui.telemetry.source import matches_only, no_match_update
+from memtui.telemetry.source import ambiguous_only_update, matches_only, no_match_update
 
 #: NVML C calls per GPU per poll once initialised, when the GPU has processes:
 #: nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetUtilizationRates and
 #: nvmlDeviceGetComputeRunningProcesses_v3 twice (size query, then fill). 3 without processes.
 STEADY_CALLS_PER_GPU = 4
+
+#: A GPU whose discovery failed (its handle, MIG mode or MIG layout) is discovered again every
+#: this many polls, so a GPU that comes back (reset, driver hiccup) reappears by itself.
+REDISCOVER_EVERY = 10
 
 # NVML return codes (nvml.h); spelled out so this module's top level never imports pynvml.
 _UNINITIALIZED = 1
@@ -130,6 +134,15 @@ class _Device:
     utilization_supported: bool = True
     processes_call: str = "v3"  # "v3" -> "v2" on old drivers
     init_error: str | None = None
+    """Discovery found the device unusable (no handle, GPU_IS_LOST): shown lost, not polled."""
+    partial_error: str | None = None
+    """Discovery half failed (MIG mode or layout unreadable): polled, with this as `error`."""
+    retry: bool = False
+    """Discover this GPU again every REDISCOVER_EVERY polls."""
+
+    @property
+    def label(self) -> str:
+        return str(self.index) if self.mig_index is None else f"{self.index}:{self.mig_index}"
 
 
 def _code(err: BaseException) -> int:
@@ -158,10 +171,12 @@ class NvmlSource:
         self._hostname = socket.gethostname()
         self._initialized = False
         self._nvml: Any = None
-        self._devices: list[_Device] = []
+        self._gpus: dict[int, list[_Device]] = {}  # selected devices per GPU, NVML order
+        self._found: dict[int, list[tuple[str, str | None]]] = {}  # (label, uuid), all devices
+        self._retry: set[int] = set()  # GPUs whose discovery failed: discovered again later
+        self._polls = 0
         self._driver: str | None = None
         self._cuda: str | None = None
-        self._all_labels: list[str] = []
         self._procs: ProcessInfoCache | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -205,31 +220,57 @@ class NvmlSource:
                 raise
             cuda = self._optional(nv.nvmlSystemGetCudaDriverVersion)
         self._cuda = f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None
-        devices: list[_Device] = []
-        labels: list[str] = []
+        self._gpus, self._found, self._retry = {}, {}, set()
         for index in range(nv.nvmlDeviceGetCount()):
-            labels.append(str(index))
-            try:
-                handle = nv.nvmlDeviceGetHandleByIndex(index)
-            except nv.NVMLError as err:
-                self._raise_if_source_level(err)
-                devices.append(_Device(index, None, None, None, init_error=self._lost_text(err)))
-                continue
-            uuid = self._optional(nv.nvmlDeviceGetUUID, handle)
-            name = self._optional(nv.nvmlDeviceGetName, handle)
-            gpu = _Device(index, handle, uuid, name)
-            try:
-                gpu.mig_enabled = nv.nvmlDeviceGetMigMode(handle)[0] == 1
-            except nv.NVMLError as err:
-                self._raise_if_source_level(err)  # NOT_SUPPORTED: a GPU without MIG
-            children = self._discover_mig(gpu) if gpu.mig_enabled else []
-            if matches_only(self.only, index, uuid):
-                devices.append(gpu)
-                devices.extend(children)
+            self._discover_gpu(index)
+
+    def _discover_gpu(self, index: int) -> None:
+        """Discover one GPU and its MIG devices; a failure marks that GPU only (and retries)."""
+        found = self._probe_gpu(index)
+        gpu, children = found[0], found[1:]
+        self._found[index] = [(d.label, d.uuid) for d in found]
+        if gpu.retry:
+            self._retry.add(index)
+        else:
+            self._retry.discard(index)
+        if matches_only(self.only, index, gpu.uuid):
+            self._gpus[index] = found
+        else:
+            self._gpus[index] = [c for c in children if matches_only(self.only, index, c.uuid)]
+
+    def _probe_gpu(self, index: int) -> list[_Device]:
+        """The GPU at `index` (first) and its MIG devices (`nvidia-smi -L`)."""
+        nv = self._nvml
+        try:
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
+        except nv.NVMLError as err:
+            self._raise_if_source_level(err)
+            return [_Device(index, None, None, None, init_error=self._lost_text(err), retry=True)]
+        uuid = self._optional(nv.nvmlDeviceGetUUID, handle)
+        name = self._optional(nv.nvmlDeviceGetName, handle)
+        gpu = _Device(index, handle, uuid, name)
+        try:
+            gpu.mig_enabled = nv.nvmlDeviceGetMigMode(handle)[0] == 1
+        except nv.NVMLError as err:
+            self._raise_if_source_level(err)
+            if _code(err) == _GPU_IS_LOST:
+                gpu.init_error, gpu.retry = self._lost_text(err), True
+                return [gpu]
+            if _code(err) != _NOT_SUPPORTED:  # NOT_SUPPORTED is simply a GPU without MIG
+                gpu.partial_error = f"MIG mode could not be read: {err} (code {_code(err)})"
+                gpu.retry = True
+        if not gpu.mig_enabled:
+            return [gpu]
+        try:
+            return [gpu, *self._discover_mig(gpu)]
+        except nv.NVMLError as err:
+            self._raise_if_source_level(err)
+            if _code(err) == _GPU_IS_LOST:
+                gpu.init_error = self._lost_text(err)
             else:
-                devices.extend(c for c in children if matches_only(self.only, index, c.uuid))
-        self._devices = devices
-        self._all_labels = labels
+                gpu.partial_error = f"MIG devices could not be listed: {err} (code {_code(err)})"
+            gpu.retry = True
+            return [gpu]
 
     def _discover_mig(self, gpu: _Device) -> list[_Device]:
         """MIG devices of a GPU in MIG mode (`nvidia-smi -L` lists them under the GPU)."""
@@ -241,7 +282,14 @@ class NvmlSource:
             except nv.NVMLError as err:
                 if _code(err) == _NOT_FOUND:  # an empty slot
                     continue
+                if _code(err) == _GPU_IS_LOST:
+                    raise
                 self._raise_if_source_level(err)
+                # one unreadable slot: keep the others, say so on the GPU, look again later
+                gpu.partial_error = (
+                    f"MIG device {slot} could not be read: {err} (code {_code(err)})"
+                )
+                gpu.retry = True
                 continue
             child = _Device(
                 gpu.index,
@@ -266,7 +314,7 @@ class NvmlSource:
 
     def _shutdown(self) -> None:
         self._initialized = False
-        self._devices = []
+        self._gpus, self._found, self._retry = {}, {}, set()
         # shutting down a broken library: nothing useful is left to report
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
@@ -281,8 +329,17 @@ class NvmlSource:
             if failure is not None:
                 return failure
         nv = self._nvml
+        self._polls += 1
         try:
-            devices = tuple(self._poll_device(d) for d in self._devices)
+            if self._retry and self._polls % REDISCOVER_EVERY == 0:
+                for index in sorted(self._retry):
+                    self._discover_gpu(index)
+            ambiguous = ambiguous_only_update(
+                self.only, [pair for pairs in self._found.values() for pair in pairs]
+            )
+            if ambiguous is not None:
+                return self._no_devices(ambiguous)
+            devices = tuple(self._poll_device(d) for ds in self._gpus.values() for d in ds)
         except _SourceFailure as failure:
             self._shutdown()  # the next poll re-initialises (e.g. after a driver reload)
             return self._failure(failure.code, failure.text)
@@ -301,8 +358,22 @@ class NvmlSource:
             poll_seconds=time.perf_counter() - started,
         )
         if self.only and not devices:
-            return snapshot.model_copy(update=no_match_update(self.only, self._all_labels))
+            return snapshot.model_copy(update=no_match_update(self.only, self._gpu_labels()))
         return snapshot
+
+    def _gpu_labels(self) -> list[str]:
+        return [str(index) for index in self._found]
+
+    def _no_devices(self, update: dict[str, Any]) -> NodeSnapshot:
+        """A snapshot without devices saying why (e.g. an ambiguous `--only`)."""
+        snapshot = NodeSnapshot(
+            time=self._clock(),
+            hostname=self._hostname,
+            source=self.name,
+            driver_version=self._driver,
+            cuda_version=self._cuda,
+        )
+        return snapshot.model_copy(update=update)
 
     def _poll_device(self, d: _Device) -> DeviceSnapshot:
         nv = self._nvml
@@ -314,7 +385,7 @@ class NvmlSource:
             "uuid": d.uuid,
             "name": d.name,
         }
-        if d.handle is None:
+        if d.init_error is not None:
             return DeviceSnapshot(**base, lost=True, error=d.init_error, processes=None)
         try:
             total, used, free, reserved, host = self._memory(d)
@@ -331,6 +402,9 @@ class NvmlSource:
                 # the processes of a GPU in MIG mode are listed under its MIG devices
                 processes: tuple[ProcessSnapshot, ...] | None = ()
                 note: str | None = "MIG mode: processes are listed under its MIG devices"
+                if d.partial_error is not None:
+                    processes, note = None, "MIG mode: processes are listed under MIG devices, "
+                    "which could not be read"
             else:
                 processes, note = self._processes(d)
         except nv.NVMLError as err:
@@ -349,6 +423,7 @@ class NvmlSource:
             host_memory_fallback=host,
             processes=processes,
             processes_note=note,
+            error=d.partial_error,
         )
 
     def _memory(self, d: _Device) -> tuple[int | None, int | None, int | None, int | None, bool]:
@@ -396,7 +471,10 @@ class NvmlSource:
                 return None, "process list not supported on this device"
             if _code(err) == _NO_PERMISSION:
                 return None, "no permission to list processes (try as root)"
-            raise
+            if _code(err) == _GPU_IS_LOST or _code(err) in _SOURCE_LEVEL:
+                raise
+            # memory was read fine: keep it, and say why the list is missing
+            return None, f"process list unavailable: NVML error: {err} (code {_code(err)})"
         if self.process_info and self._procs is None:
             self._procs = ProcessInfoCache()
         out = []

@@ -167,6 +167,9 @@ def select_devices(snapshot: NodeSnapshot, only: Sequence[str]) -> NodeSnapshot:
     """The snapshot restricted to the devices `only` selects (replay, synthetic sources)."""
     if not only:
         return snapshot
+    ambiguous = ambiguous_only_update(only, [(d.label, d.uuid) for d in snapshot.devices])
+    if ambiguous is not None:
+        return snapshot.model_copy(update={"devices": (), **ambiguous})
     kept: tuple[DeviceSnapshot, ...] = tuple(
         d for d in snapshot.devices if matches_only(only, d.index, d.uuid, d.parent_uuid)
     )
@@ -174,6 +177,32 @@ def select_devices(snapshot: NodeSnapshot, only: Sequence[str]) -> NodeSnapshot:
         labels = sorted({str(d.index) for d in snapshot.devices}, key=int)
         return snapshot.model_copy(update={"devices": kept, **no_match_update(only, labels)})
     return snapshot.model_copy(update={"devices": kept})
+
+
+def ambiguous_only_update(
+    only: Sequence[str], devices: Iterable[tuple[str, str | None]]
+) -> dict[str, object] | None:
+    """Snapshot fields saying that a UUID prefix in `only` names several devices, or None.
+
+    `devices` are (label, UUID) of every GPU and MIG device. A token equal to a UUID is never
+    ambiguous; a prefix must match exactly one UUID ("GPU-" would match them all). Matching
+    a GPU through its MIG devices' parent does not count: that selects the GPU's children.
+    """
+    pairs = list(devices)
+    for token in only:
+        if token.isdigit():
+            continue
+        t = token.lower()
+        if any(uuid and uuid.lower() == t for _, uuid in pairs):
+            continue
+        hits = [label for label, uuid in pairs if uuid and uuid.lower().startswith(t)]
+        if len(hits) > 1:
+            return {
+                "state": SourceState.ERROR,
+                "reason": f"--only {token} is ambiguous: it matches devices {', '.join(hits)}",
+                "remedy": "give more of the UUID (`memtui watch --once --json` lists them)",
+            }
+    return None
 
 
 def no_match_update(only: Sequence[str], labels: Sequence[str]) -> dict[str, object]:
