@@ -1,14 +1,19 @@
-"""Activation memory: the tensors each layer saves for backward, and the logits.
+"""Activation memory: the tensors each layer saves for backward, and the logits and loss.
 
 Every constant lives here, as a list of saved tensors per layer, so a measurement that
-disagrees (see `memtui measure`) is corrected in one place. Sizes are per token (x s x b) or
-per token x sequence (x s^2 x b, the attention scores), in elements of a given dtype.
+disagrees (`memtui measure`, `benchmarks/accuracy.py`) is corrected in one place. Sizes are
+elements per token (x s x b), per position (x s, shared by the batch) or per token x sequence
+(x s^2 x b, the attention scores), each in a dtype: the activation dtype (2 bytes in bf16,
+4 in fp32), fp32, int64 or a 1-byte mask.
 
-GPT-style layers (plain MLP, LayerNorm, dropout): Korthikanti et al. 2022, "Reducing
-Activation Recomputation in Large Transformer Models", sec. 4.1 and Table 2:
-sbh(34 + 5as/h) bytes per layer with 16-bit activations and 1-byte dropout masks.
-LLaMA-style layers (gated MLP, RMSNorm, rotary, GQA, no dropout): derived the same way from
-what Hugging Face's modeling code saves (see each entry).
+Sources. GPT-style layers: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models", sec. 4.1 and Table 2 (sbh(34 + 5as/h) with 16-bit activations and 1-byte
+dropout masks), with HF's GPT-2 GELU and LayerNorm statistics added. LLaMA-style layers:
+derived from what transformers' modeling_llama.py saves (LlamaRMSNorm, LlamaAttention with
+sdpa_attention_forward / eager_attention_forward, LlamaMLP) and checked, tensor by tensor,
+against a real PyTorch step on CPU with `memtui measure` (tests/test_measure_accuracy.py).
+Saved tensors are counted once per storage: views (q, k, v of a fused projection, a reshape
+before a linear) and tensors saved by two ops (a norm output feeding q, k and v) count once.
 """
 
 from __future__ import annotations
@@ -18,63 +23,116 @@ from dataclasses import dataclass
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.plan import Attention, Checkpointing, Precision
 
-ACT, FP32, MASK = "act", "fp32", "mask"
+ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
+
+# Families whose RMSNorm is LlamaRMSNorm: x.float() -> x * rsqrt(mean(x^2) + eps) -> weight *
+# (that).to(input dtype). Gemma's norm multiplies by (1 + weight) in fp32 instead.
+GEMMA_NORM = frozenset({"gemma", "gemma2", "gemma3_text"})
+# Plain-MLP activations: f-sized tensors the activation itself saves beyond fc_out's input.
+# HF's GPT-2 "gelu_new" is NewGELUActivation, written in Python: 0.5*x*(1 + tanh(c(x +
+# 0.044715 x^3))) keeps x (pow), tanh's output, 0.5x and (1 + tanh) (the last mul) = 4.
+# A fused GELU keeps its input = 1 (Korthikanti's "GeLU input"); ReLU keeps its output,
+# which is fc_out's input = 0 (OPT).
+PLAIN_ACTIVATION_SAVES = {"gpt2": 4, "opt": 0}
+DEFAULT_PLAIN_ACTIVATION_SAVES = 1
 
 
 @dataclass(frozen=True)
 class Saved:
-    """One tensor saved for backward: `per_token` elements x s x b, `per_token_seq` x s^2 x b."""
+    """One tensor saved for backward: per_token x s x b + per_position x s + per_token_seq x
+    s^2 x b elements."""
 
     what: str
     per_token: int = 0
     per_token_seq: int = 0
+    per_position: int = 0
     dtype: str = ACT
     for_weights: frozenset[str] = frozenset()
-    """Roles of the linear layers that save it only to compute their weight gradient: when
-    all of them are frozen (LoRA/QLoRA base), autograd does not keep it."""
-    core: bool = False
-    """Saved inside the attention core (scores, probabilities, the fused kernel's output and
-    log-sum-exp): selective recomputation rebuilds these from Q, K and V in backward."""
+    """Roles of the weights that need it only for their own gradient (linear inputs, the
+    normalized tensor a norm weight multiplies): when all of them are frozen (LoRA/QLoRA
+    base), autograd does not keep it."""
 
 
 def _w(*roles: str) -> frozenset[str]:
     return frozenset(roles)
 
 
-def _gpt_layer(arch: Architecture, attention: Attention) -> list[Saved]:
-    """Korthikanti et al. 2022 sec. 4.1, generalised to GQA widths and MLP width f."""
-    h, a, f = arch.hidden_size, arch.num_heads, arch.intermediate_size
-    qw, kvw = arch.q_width, arch.kv_width
-    saved = [
-        Saved("layer norm inputs", per_token=arch.norms_per_layer * h),  # 4sbh for two norms
-        Saved("QKV input", per_token=h, for_weights=_w("q", "k", "v", "qkv")),  # 2sbh
-        Saved("Q and K", per_token=qw + kvw),  # 4sbh
-        Saved("V", per_token=kvw),  # 2sbh
-        Saved("projection input", per_token=qw, for_weights=_w("o")),  # 2sbh
-        Saved("attention output dropout mask", per_token=h, dtype=MASK),  # sbh
-        Saved("MLP input", per_token=h, for_weights=_w("fc_in")),  # 2sbh
-        Saved("GeLU input", per_token=f),  # 8sbh when f = 4h
-        Saved("GeLU output", per_token=f, for_weights=_w("fc_out")),  # 8sbh
-        Saved("MLP dropout mask", per_token=h, dtype=MASK),  # sbh
-    ]
-    if attention is Attention.eager:
-        saved += [
-            Saved("softmax output", per_token_seq=a, core=True),  # 2as^2b
-            Saved("attention dropout mask", per_token_seq=a, dtype=MASK, core=True),  # as^2b
-            Saved("attention dropout output", per_token_seq=a, core=True),  # 2as^2b
+def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Saved]:
+    """What one norm keeps (count of them, each of `width`)."""
+    if arch.norm_kind == "layernorm":
+        # aten.native_layer_norm keeps its input and fp32 mean and 1/std per row (CUDA keeps
+        # the statistics in fp32 for 16-bit inputs; CPU keeps them in the input dtype).
+        return [
+            Saved(f"{what} input", per_token=count * width),
+            Saved(f"{what} mean and 1/std", per_token=2 * count, dtype=FP32),
         ]
-    else:
-        # FlashAttention keeps only its output (the projection input) and the fp32
-        # log-sum-exp per head and row (Dao et al. 2022, Algorithm 2); no s x s scores.
-        saved.append(Saved("attention log-sum-exp", per_token=a, dtype=FP32, core=True))
+    # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
+    # x * rsqrt keeps both, and weight * y keeps y (in the activation dtype) for the weight's
+    # gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
+    normalized = FP32 if arch.model_type in GEMMA_NORM else ACT
+    return [
+        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
+        Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
+        Saved(
+            f"{what} normalized", per_token=count * width, dtype=normalized, for_weights=_w("norm")
+        ),
+    ]
+
+
+def _attention_core(arch: Architecture, attention: Attention, fused: bool) -> list[Saved]:
+    """Tensors the attention function keeps, from q, k, v (after rotary) to its output."""
+    a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
+    if attention is Attention.eager:
+        # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
+        # reshape to 3-D copies them), softmax(dtype=fp32) keeps its fp32 output, the bf16 cast
+        # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. GPT-2's softmax runs
+        # in the activation dtype and dropout p > 0 keeps a 1-byte mask and its output
+        # (Korthikanti: 2as^2b + as^2b + 2as^2b). GPT-2 passes views of the fused c_attn output
+        # (q, k, v widths), which bmm keeps as they are: the whole projection output.
+        if arch.mlp_kind == "plain":
+            return [
+                Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw),
+                Saved("softmax output", per_token_seq=a),
+                Saved("attention dropout mask", per_token_seq=a, dtype=MASK),
+                Saved("attention dropout output", per_token_seq=a),
+            ]
+        return [  # in forward order; the last two belong to the ops after the softmax
+            Saved("query", per_token=qw),
+            Saved("key, repeated to every query head", per_token=qw),
+            Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32),
+            Saved("value, repeated to every query head", per_token=qw),
+            Saved("attention probabilities", per_token_seq=a),
+        ]
+    # SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k, v
+    # at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
+    # and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid
+    # out (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it.
+    saved = [
+        Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw)
+        if fused
+        else Saved("query, key, value", per_token=qw + 2 * kvw),
+        Saved("attention output (= o_proj input)", per_token=qw),
+        Saved("attention log-sum-exp", per_token=a, dtype=FP32),
+    ]
     return saved
 
 
-def _gated_mlp(arch: Architecture) -> list[Saved]:
-    """SwiGLU/GeGLU MLP as LlamaMLP computes down(act(gate(x)) * up(x))."""
+def _mlp(arch: Architecture) -> list[Saved]:
     h, f = arch.hidden_size, arch.intermediate_size
+    if arch.mlp_kind == "plain":
+        k = PLAIN_ACTIVATION_SAVES.get(arch.model_type, DEFAULT_PLAIN_ACTIVATION_SAVES)
+        saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w("fc_in"))]
+        if k:
+            saved.append(Saved("activation intermediates", per_token=k * f))
+        return [
+            *saved,
+            Saved("activation output (fc_out input)", per_token=f, for_weights=_w("fc_out")),
+            Saved("MLP dropout mask", per_token=h, dtype=MASK),
+        ]
     if arch.moe_layer_count:
         return _moe_mlp(arch)
+    # LlamaMLP: down(act(gate(x)) * up(x)). gate and up keep x; SiLU keeps its input (the gate
+    # output); the product keeps both factors; down keeps the product: h + 4f.
     return [
         Saved("MLP input (norm output)", per_token=h, for_weights=_w("gate", "up", "gate_up")),
         Saved("gate output (activation input)", per_token=f),
@@ -85,7 +143,8 @@ def _gated_mlp(arch: Architecture) -> list[Saved]:
 
 
 def _moe_mlp(arch: Architecture) -> list[Saved]:
-    """Top-k routed experts (Mixtral, Qwen2-MoE): each token passes through k expert MLPs."""
+    """Top-k routed experts (Mixtral, Qwen2-MoE): each token passes through k expert MLPs.
+    Not yet checked against a measurement (see docs/accuracy.md)."""
     h, k, e, fe = arch.hidden_size, arch.experts_per_token, arch.num_experts, arch.expert_width
     saved = [
         Saved("router input", per_token=h, for_weights=_w("router")),
@@ -110,49 +169,156 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
     return saved
 
 
-def _gated_layer(arch: Architecture, attention: Attention) -> list[Saved]:
-    """LLaMA-style layer as Hugging Face's LlamaDecoderLayer saves it (no dropout)."""
-    h, a = arch.hidden_size, arch.num_heads
-    qw, kvw = arch.q_width, arch.kv_width
-    saved = [
-        # RMSNorm saves its input and the fp32 reciprocal RMS per token.
-        Saved("norm inputs", per_token=arch.norms_per_layer * h),
-        Saved("norm 1/rms", per_token=arch.norms_per_layer, dtype=FP32),
-        Saved("QKV input (norm output)", per_token=h, for_weights=_w("q", "k", "v", "qkv")),
-        Saved("query after rotary", per_token=qw),
-        Saved("o_proj input", per_token=qw, for_weights=_w("o")),
-    ]
-    if attention is Attention.eager:
-        saved += [
-            # eager_attention_forward: repeat_kv copies K and V to every query head.
-            Saved("key, repeated to all heads", per_token=qw),
-            Saved("value, repeated to all heads", per_token=qw),
-            # softmax runs in fp32 and keeps its output; the bf16 cast feeds P @ V.
-            Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32, core=True),
-            Saved("attention probabilities", per_token_seq=a, core=True),
+def _attention_parts(
+    arch: Architecture, attention: Attention, selective: bool
+) -> tuple[list[Saved], list[Saved]]:
+    """The attention sub-layer after its norm, split where backward meets the attention core:
+    (projection inputs and the core's tensors, what comes after the core)."""
+    h, a, qw, kvw = arch.hidden_size, arch.num_heads, arch.q_width, arch.kv_width
+    plain = arch.mlp_kind == "plain"
+    upto = [Saved("QKV input (norm output)", per_token=h, for_weights=_w("q", "k", "v", "qkv"))]
+    if arch.qk_norm == "per_head":  # Qwen3: an RMSNorm of head_dim on every q and k head
+        upto += [
+            Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=FP32),
+            Saved("q/k norm 1/rms", per_token=a + arch.kv_heads, dtype=FP32),
+            Saved("q/k normalized", per_token=qw + kvw, for_weights=_w("norm")),
         ]
+    after: list[Saved] = []
+    if selective:
+        # The attention core runs under torch.utils.checkpoint: only its inputs (q, k, v at
+        # their projection widths) and its output (o_proj's input) stay.
+        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
+        after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
     else:
-        saved += [
-            # SDPA / FlashAttention-2 keep K and V at their GQA width, the output, and the
-            # fp32 log-sum-exp; the transpose before o_proj makes a contiguous copy.
-            Saved("key", per_token=kvw),
-            Saved("value", per_token=kvw),
-            Saved("attention output", per_token=qw, core=True),
-            Saved("attention log-sum-exp", per_token=a, dtype=FP32, core=True),
-        ]
-    return saved + _gated_mlp(arch)
+        upto += _attention_core(arch, attention, fused=plain)
+        if attention is Attention.eager:
+            after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
+    if plain:
+        after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
+    return upto, after
 
 
-def layer_saved(arch: Architecture, attention: Attention) -> list[Saved]:
-    """What one decoder layer saves for backward with no recomputation."""
+def _layer_parts(
+    arch: Architecture, attention: Attention, checkpointing: Checkpointing
+) -> tuple[list[Saved], list[Saved]]:
+    """One layer's saved tensors in forward order, split after the attention core."""
+    h = arch.hidden_size
+    upto, after = _attention_parts(arch, attention, checkpointing is Checkpointing.selective)
+    extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
+    after += _norm(arch, "MLP norm", h)
+    if extra_norms:
+        after += _norm(arch, "extra norms", h, count=extra_norms)
+    return [*_norm(arch, "attention norm", h), *upto], [*after, *_mlp(arch)]
+
+
+def layer_saved(
+    arch: Architecture, attention: Attention, checkpointing: Checkpointing = Checkpointing.none
+) -> list[Saved]:
+    """What one decoder layer keeps for backward through the forward pass."""
+    if checkpointing is Checkpointing.full:
+        # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
+        # the rotary cos/sin are shared by all layers and counted once in the tail).
+        return [Saved("layer input", per_token=arch.hidden_size)]
+    upto, after = _layer_parts(arch, attention, checkpointing)
+    return upto + after
+
+
+def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
+    """Gradient buffers alive at the attention core's backward, beyond its saved tensors."""
+    a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
+    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size)
+    if attention is Attention.eager:
+        if arch.mlp_kind == "plain":
+            # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
+            return [incoming, Saved("score gradients", per_token_seq=2 * a)]
+        # The bf16 cast's backward makes an fp32 gradient of the scores; softmax's backward
+        # makes another (fp32 opmath, cast to bf16 after): two fp32 s x s per head.
+        return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=FP32)]
+    # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum).
+    return [
+        Saved("dq, dk, dv", per_token=qw + 2 * kvw),
+        Saved("fp32 dq accumulator", per_token=qw, dtype=FP32),
+    ]
+
+
+def _freed_before_softmax_backward(arch: Architecture, attention: Attention) -> list[Saved]:
+    """The eager core's tensors that backward frees before the softmax's backward (its worst
+    moment): those of the ops after the softmax, the last two of `_attention_core`."""
+    if attention is not Attention.eager:
+        return []
+    return _attention_core(arch, attention, fused=arch.mlp_kind == "plain")[-2:]
+
+
+def _mlp_backward(arch: Architecture) -> list[Saved]:
+    """Gradient buffers alive at the MLP's backward: the incoming gradient and two f-wide ones
+    (the product's two factors for a gated MLP; the activation's input and output for a plain
+    one)."""
+    width = arch.expert_width * max(1, arch.experts_per_token)
+    return [Saved("MLP gradients", per_token=arch.hidden_size + 2 * width)]
+
+
+def _layer_backward_peak(
+    arch: Architecture,
+    attention: Attention,
+    checkpointing: Checkpointing,
+    b: int,
+    s: int,
+    precision: Precision,
+    roles: frozenset[str] | None,
+) -> int:
+    """The most one layer holds during its backward (its kept tensors included), at the MLP's
+    backward (every saved tensor of the layer alive) or the attention core's (what comes after
+    the core already freed). Under full checkpointing the layer is rebuilt first; under
+    selective checkpointing its attention core is."""
+
+    def size(items: list[Saved]) -> int:
+        return _bytes(items, s, b, precision, roles)
+
+    kept = size(layer_saved(arch, attention, checkpointing))
+    inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
+    upto, after = _layer_parts(arch, attention, inner)
+    rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
+    core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain")
+    rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
+    mlp = kept + rebuilt + rebuilt_core + size(_mlp_backward(arch))
+    attn = (
+        kept
+        + rebuilt
+        + rebuilt_core
+        - size(after)
+        - size(_freed_before_softmax_backward(arch, attention))
+        + size(_attention_backward(arch, attention))
+    )
+    return max(mlp, attn)
+
+
+def _tail(arch: Architecture) -> tuple[list[Saved], list[Saved]]:
+    """Outside the layers: (what lives through backward: token ids, rotary cos/sin; what the
+    loss's and lm_head's backward free before the layers' backward: final norm, lm_head
+    input, labels)."""
+    h = arch.hidden_size
+    # The batch's token ids: held by the training loop (the embedding keeps them too).
+    kept = [Saved("token ids", per_token=1, dtype=INT64)]
     if arch.mlp_kind == "plain":
-        return _gpt_layer(arch, attention)
-    return _gated_layer(arch, attention)
+        kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
+    else:
+        # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the activation dtype, built
+        # once per forward from position ids of shape (1, s) and kept by every layer's rotary.
+        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
+    freed = _norm(arch, "final norm", h) if arch.final_norm else []
+    freed += [
+        Saved("lm_head input", per_token=h, for_weights=_w("lm_head")),
+        # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
+        Saved("shifted labels", per_token=1, dtype=INT64),
+    ]
+    return kept, freed
 
 
 def _dtype_bytes(dtype: str, precision: Precision) -> int:
     if dtype == MASK:
         return 1
+    if dtype == INT64:
+        return 8
     if dtype == FP32 or precision is Precision.fp32:
         return 4
     return 2
@@ -166,10 +332,10 @@ def _bytes(
         if (
             trainable_roles is not None
             and item.for_weights
-            and not (item.for_weights & trainable_roles)
+            and not item.for_weights & trainable_roles
         ):
             continue
-        elements = item.per_token * s * b + item.per_token_seq * s * s * b
+        elements = item.per_token * s * b + item.per_position * s + item.per_token_seq * s * s * b
         total += elements * _dtype_bytes(item.dtype, precision)
     return total
 
@@ -184,43 +350,64 @@ def activation_bytes(
     precision: Precision,
     tp: int = 1,
     trainable_roles: frozenset[str] | None = None,
+    lora_rank: int = 0,
 ) -> int:
-    """Peak bytes of saved activations per GPU for one micro-batch.
+    """Bytes the activations add to the step's peak per GPU for one micro-batch.
 
+    That is every layer's saved tensors, the tail's, and what backward rebuilds for one layer
+    at a time under recomputation, the last only where it exceeds the logits and loss
+    buffers (`logits_bytes`): those are freed before the first layer's backward runs.
     `trainable_roles` None means every weight trains (full fine-tune); otherwise only the
-    linear roles with adapters keep their inputs. Tensor parallelism with sequence parallelism
-    divides everything by t (Korthikanti et al. Table 2).
+    linear roles with adapters keep their inputs, each adapter keeps its r-wide A output
+    (`lora_rank`), and the first norm, whose input needs no gradient, keeps nothing.
+    Tensor parallelism with sequence parallelism divides everything by t (Korthikanti
+    Table 2).
     """
     s, b, layers = seq_len, micro_batch, arch.num_layers
-    saved = layer_saved(arch, attention)
-    if checkpointing is Checkpointing.selective:
-        # Selective recomputation keeps Q, K, V and rebuilds the attention core (all of its
-        # s^2 terms, or the fused kernel's output) in backward (Korthikanti sec. 5).
-        saved = [item for item in saved if not item.core]
-    one_layer = _bytes(saved, s, b, precision, trainable_roles)
-    layer_input = _bytes([Saved("layer input", per_token=arch.hidden_size)], s, b, precision, None)
-    if checkpointing is Checkpointing.full:
-        # Full checkpointing keeps each layer's input, then rebuilds one layer at a time; the
-        # layer being rebuilt saves its input anyway (its first norm's input), so that one
-        # checkpoint is not counted twice.
-        total = (layers - 1) * layer_input + one_layer
-    else:
-        total = layers * one_layer
-    # After the last layer: the final norm's input and the lm_head's input.
-    head_roles = None if trainable_roles is None else trainable_roles | {"norm"}
-    tail = [
-        Saved("final norm input", per_token=arch.hidden_size),
-        Saved("lm_head input", per_token=arch.hidden_size, for_weights=_w("lm_head")),
-    ]
-    total += _bytes(tail, s, b, precision, head_roles)
+    roles = trainable_roles
+    kept = _bytes(layer_saved(arch, attention, checkpointing), s, b, precision, roles)
+    tail_kept, tail_freed = _tail(arch)
+    tail = _bytes(tail_kept, s, b, precision, roles)
+    freed = _bytes(tail_freed, s, b, precision, roles)
+    if roles is not None:
+        # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
+        adapted = sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
+        adapter = adapted * lora_rank * s * b * _dtype_bytes(ACT, precision)
+        kept += adapter
+        if checkpointing is not Checkpointing.full and arch.norms_per_layer:
+            # The embedding is frozen: the first layer's first norm sees no gradient.
+            first = _norm(arch, "first norm", arch.hidden_size)
+            tail -= _bytes(first, s, b, precision, roles)
+    tail += freed
+    # The step's activation peak is either the loss's backward (every layer's kept tensors,
+    # the tail, the logits buffers) or the last layer's backward (the tail and the logits
+    # buffers freed by then, the layer's own worst moment instead): Korthikanti sec. 5 for
+    # the rebuilt layer, the gradient buffers as measured.
+    if attention is Attention.eager and checkpointing is Checkpointing.full:
+        # The eager causal mask (b, 1, s, s) in the activation dtype is an input of every
+        # checkpointed layer, so it lives until backward ends (measured).
+        tail += _bytes([Saved("causal mask", per_token_seq=1)], s, b, precision, None)
+    loss = logits_bytes(arch, seq_len=s, micro_batch=b, precision=precision)
+    layer_peak = _layer_backward_peak(arch, attention, checkpointing, b, s, precision, roles)
+    if roles is not None:
+        layer_peak += adapter
+    total = layers * kept + tail + max(0, layer_peak - kept - freed - loss)
     return -(-total // tp)
+
+
+# The loss's buffers, in fp32 elements per logit, at their peak (the start of backward):
+# transformers' ForCausalLMLoss upcasts the logits (logits.float()), cross_entropy's
+# log_softmax keeps its fp32 output for backward; in backward nll_loss writes its gradient
+# into a new fp32 b s V tensor and log_softmax's backward a third one. The forward holds less:
+# bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
+# logits themselves, 8).
+LOSS_FP32_BUFFERS_AT_PEAK = 3
 
 
 def logits_bytes(
     arch: Architecture, *, seq_len: int, micro_batch: int, precision: Precision, tp: int = 1
 ) -> int:
-    """Logits and the causal-LM loss: b s V in the activation dtype, the fp32 upcast that
-    transformers' ForCausalLMLoss makes (kept by log_softmax) and its fp32 gradient."""
-    act = 4 if precision is Precision.fp32 else 2
-    per_element = act + 4 + 4
-    return -(-(seq_len * micro_batch * arch.vocab_size * per_element) // tp)
+    """Peak bytes of the logits and the causal-LM loss: 3 x 4 bytes per logit (b s V) in
+    bf16 and fp32 alike, measured (see LOSS_FP32_BUFFERS_AT_PEAK)."""
+    per_logit = 4 * LOSS_FP32_BUFFERS_AT_PEAK
+    return -(-(seq_len * micro_batch * arch.vocab_size * per_logit) // tp)

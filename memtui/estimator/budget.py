@@ -71,6 +71,7 @@ def _terms(plan: Plan, strategy: Strategy | None = None) -> _Terms:
         precision=plan.precision,
         tp=plan.tp,
         trainable_roles=_trainable_roles(plan),
+        lora_rank=plan.lora_rank if plan.method is not Method.full else 0,
     )
     logits = logits_bytes(
         arch,

@@ -84,8 +84,13 @@ def step_temporaries(plan: Plan, strategy: Strategy, state: StaticState) -> tupl
         # (_multi_tensor_adamw); Lion's update makes one interpolated copy of m.
         temp, why = moment * local, "foreach temporaries (one moment-sized copy)"
     elif opt is Optimizer.adafactor:
+        # transformers' Adafactor works one tensor at a time in fp32: the update (grad^2 +
+        # eps, then the factored estimate) and its product with the gradient; with bf16
+        # parameters and no master copy it also upcasts the gradient and the parameter
+        # (optimization.py Adafactor.step; measured by `memtui measure`).
         largest = max(t.numel for t in trainable_tensors(plan))
-        temp, why = 2 * 4 * largest, "per-tensor fp32 update and squared gradient"
+        copies = 4 if plan.precision is Precision.bf16 else 2
+        temp, why = copies * 4 * largest, f"{copies} per-tensor fp32 copies (Adafactor)"
     else:  # bitsandbytes' fused 8-bit kernels and in-place SGD allocate nothing sizeable
         temp, why = 0, "fused or in-place update"
     if plan.precision is Precision.bf16_mixed and not plan.fp32_grad_buffer:

@@ -1,0 +1,77 @@
+"""Measure a real PyTorch training step and hold the estimator to it (`memtui measure`).
+
+This package imports torch, transformers and peft (the `memtui[measure]` extra); nothing else
+in memtui imports it except the `measure` command, lazily. `measure(ref, plan)` builds the
+model from the same inputs as `memtui estimate` with random initialisation (never downloads
+weights), runs one training step with the plan's settings, really on CPU for small models or
+under FakeTensorMode (no allocation) for full-size ones, and returns predicted beside measured
+bytes for every term of the estimator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtui.estimator.plan import Optimizer, Plan, Precision, StateDtype
+from memtui.measure.build import config_dict
+from memtui.measure.compare import Row, compare, single_gpu
+from memtui.measure.step import Measurement, Unsupported, measure_step
+
+# Below this many parameters a real CPU step is quick (seconds); above it, FakeTensorMode.
+REAL_STEP_MAX_PARAMETERS = 300_000_000
+
+
+@dataclass
+class Result:
+    """A measured step beside the estimate of the same plan."""
+
+    plan: Plan
+    measurement: Measurement
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+
+
+def as_torch_runs(plan: Plan) -> tuple[Plan, list[str]]:
+    """The plan as PyTorch runs it, with a note for each setting that had to change."""
+    notes = []
+    keeps_param_dtype = plan.optimizer in (Optimizer.adamw, Optimizer.sgd_momentum)
+    if (
+        plan.precision is Precision.bf16
+        and keeps_param_dtype
+        and plan.optimizer_state_dtype is StateDtype.fp32
+    ):
+        plan = plan.model_copy(update={"optimizer_state_dtype": StateDtype.bf16})
+        notes.append(
+            "pure bf16: torch.optim keeps optimizer state in the parameter dtype, so the "
+            "estimate uses --optimizer-state-dtype bf16"
+        )
+    return plan, notes
+
+
+def measure(
+    ref: str, plan: Plan, *, fake: bool | None = None, config: dict[str, Any] | None = None
+) -> Result:
+    """Measure one training step of `plan` on the model `ref` (catalog id, config.json,
+    folder, cached repo id), or of `config` (a config.json object) when given.
+
+    `fake` None picks a real CPU step below REAL_STEP_MAX_PARAMETERS, FakeTensorMode above.
+    """
+    plan, notes = as_torch_runs(plan)
+    if fake is None:
+        fake = plan.model.parameters > REAL_STEP_MAX_PARAMETERS
+    m = measure_step(config if config is not None else config_dict(ref), plan, fake=fake)
+    return Result(plan, m, compare(plan, m), notes + m.notes)
+
+
+__all__ = [
+    "REAL_STEP_MAX_PARAMETERS",
+    "Measurement",
+    "Result",
+    "Row",
+    "Unsupported",
+    "as_torch_runs",
+    "compare",
+    "measure",
+    "single_gpu",
+]

@@ -1,0 +1,125 @@
+"""Build a randomly initialised Hugging Face model for a plan: never downloads weights.
+
+The config dict comes from the same inputs as `memtui estimate` (a catalog entry's config.json
+subset, a config.json path, a model folder, a repo id in the local cache); transformers builds
+the module tree from it (`AutoModelForCausalLM.from_config`), PEFT adds LoRA adapters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from memtui.estimator.plan import Attention, Checkpointing, Method, Plan, Precision
+
+SELECTIVE = "memtui_selective"
+ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_dropout", "attention_probs_dropout_prob")
+
+
+def config_dict(ref: str) -> dict[str, Any]:
+    """The config.json object behind a `--model` reference (catalog, file, folder, cache)."""
+    from memtui.estimator.catalog import lookup
+    from memtui.estimator.configs import ModelConfigError
+    from memtui.estimator.model_source import _cached_config, hub_cache_dir, read_config_file
+
+    path = Path(ref.strip()).expanduser()
+    if path.is_dir():
+        return read_config_file(path / "config.json")
+    if path.is_file():
+        return read_config_file(path)
+    entry = lookup(ref.strip())
+    if entry is not None:
+        return dict(entry.config)
+    cached = _cached_config(ref.strip(), hub_cache_dir())
+    if cached is not None:
+        return read_config_file(cached)
+    raise ModelConfigError(f"model {ref!r} not found (catalog id, config.json, folder, cache)")
+
+
+def dtype_of(precision: Precision) -> torch.dtype:
+    """Parameter and activation dtype: bf16 for both bf16 modes (fp32 master kept apart)."""
+    return torch.float32 if precision is Precision.fp32 else torch.bfloat16
+
+
+def _register_selective(base: str) -> str:
+    """An attention function that recomputes the attention core in backward (Korthikanti et
+    al. 2022 sec. 5, selective recomputation), registered with transformers' AttentionInterface."""
+    from torch.utils.checkpoint import checkpoint
+    from transformers import AttentionInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    inner = ALL_ATTENTION_FUNCTIONS[base] if base != "eager" else None
+    name = f"{SELECTIVE}_{base}"
+
+    def attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kw: Any):
+        fn = inner
+        if fn is None:  # the model family's own eager function
+            import sys
+
+            fn = sys.modules[type(module).__module__].eager_attention_forward
+        return checkpoint(fn, module, query, key, value, attention_mask, use_reentrant=False, **kw)
+
+    AttentionInterface.register(name, attention)
+    return name
+
+
+def build_model(config: dict[str, Any], plan: Plan) -> torch.nn.Module:
+    """The model for `plan`, random init, in the plan's dtype, in training mode."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # config notices about random-init toy vocabularies
+
+    cfg = dict(config)
+    model_type = cfg.pop("model_type")
+    cfg.pop("architectures", None)
+    cfg.pop("torch_dtype", None)
+    cfg.pop("dtype", None)
+    if plan.attention is Attention.flash:
+        # CUDA's flash kernel applies attention dropout with an RNG state and keeps nothing
+        # more; CPU's SDPA would fall back to the math kernel (s x s tensors). Same bytes as
+        # CUDA without it.
+        cfg.update(dict.fromkeys(ATTENTION_DROPOUT_KEYS, 0.0))
+    hf_config = AutoConfig.for_model(model_type, **cfg)
+    hf_config.use_cache = False
+    attn = "sdpa" if plan.attention is Attention.flash else "eager"
+    if plan.checkpointing is Checkpointing.selective:
+        attn = _register_selective(attn)
+    model = AutoModelForCausalLM.from_config(
+        hf_config, dtype=dtype_of(plan.precision), attn_implementation=attn
+    )
+    model.train()
+    if plan.checkpointing is Checkpointing.full:
+        kwargs = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if plan.method is Method.lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(
+            model,
+            LoraConfig(
+                r=plan.lora_rank,
+                lora_alpha=2 * plan.lora_rank,
+                lora_dropout=0.0,
+                target_modules=_targets(plan),
+            ),
+            # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
+            # the estimator counts it (PEFT's default would make the adapters fp32 instead).
+            autocast_adapter_dtype=False,
+        )
+        if plan.checkpointing is Checkpointing.full:
+            model.enable_input_require_grads()
+        model.train()
+    return model
+
+
+def _targets(plan: Plan) -> list[str] | str:
+    from memtui.estimator.state import lora_layers
+
+    layers = lora_layers(plan.model.architecture, plan.lora_targets)
+    return sorted({lin.name for lin in layers})

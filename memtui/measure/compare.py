@@ -1,0 +1,92 @@
+"""Predicted beside measured, term by term, for one GPU.
+
+The plan is compared as it runs in one process: one GPU, no sharding (`ddp` on 1 GPU is the
+whole state), no runtime overhead (a CPU step has no CUDA context, NCCL or fragmentation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from memtui.estimator.plan import Hardware, Method, OverheadSettings, Plan, Strategy
+from memtui.measure.step import Measurement
+
+# Why a measured term can differ from the estimator for reasons it cannot know.
+NOTES = {
+    "optimizer_states": "excludes torch.optim's per-tensor `step` counters ({counters:,} B)",
+    "activations": "CPU LayerNorm keeps bf16 statistics (CUDA: fp32)",
+    "peak": "tensor storages only: no allocator rounding or kernel workspace",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One term: predicted and measured bytes, their difference and the relative error."""
+
+    key: str
+    label: str
+    predicted: int
+    measured: int
+    note: str = ""
+
+    @property
+    def difference(self) -> int:
+        return self.predicted - self.measured
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured; 0 when both are 0."""
+        if self.measured == 0:
+            return 0.0 if self.predicted == 0 else float("inf")
+        return self.difference / self.measured
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "difference": self.difference, "error": self.error}
+
+
+def single_gpu(plan: Plan) -> Plan:
+    """The plan as one process runs it: one GPU, no sharding, no runtime overhead."""
+    return plan.model_copy(
+        update={
+            "hardware": Hardware(gpus_per_node=1, nodes=1, gpu_memory=plan.hardware.gpu_memory),
+            "strategy": Strategy.ddp,
+            "tp": 1,
+            "overhead": OverheadSettings(enabled=False),
+        }
+    )
+
+
+def compare(plan: Plan, measured: Measurement) -> list[Row]:
+    """Rows for every term the estimator predicts and the step measured."""
+    from memtui.estimator.budget import _terms
+
+    one = single_gpu(plan)
+    t = _terms(one)
+    st = t.state
+    m = measured
+    lora = plan.method is not Method.full
+    rows = [
+        Row("weights", "Weights" + (" (frozen base + adapters)" if lora else ""), st.weights,
+            m.weights),
+        Row("gradients", "Gradients", st.gradients, m.gradients),
+        Row("master_weights", "Master weights", st.master_weights, m.master_weights),
+        Row(
+            "optimizer_states",
+            "Optimizer states",
+            st.optimizer_states,
+            m.optimizer_states,
+            NOTES["optimizer_states"].format(counters=m.optimizer_step_counters)
+            if m.optimizer_step_counters
+            else "",
+        ),
+        Row("static", "Static", st.total, m.static),
+        Row("activations", "Activations", t.activations,
+            m.activations, NOTES["activations"] if plan.model.architecture.norm_kind ==
+            "layernorm" else ""),
+        Row("logits", "Logits and loss", t.logits, m.logits),
+        Row("step_temporaries", "Step temporaries", t.transient.step,
+            m.step_temporaries),
+        Row("peak", "Peak", t.total, m.peak, NOTES["peak"]),
+    ]  # fmt: skip
+    return rows
