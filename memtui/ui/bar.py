@@ -39,23 +39,33 @@ def render_bar(
         end += term.bytes
         bounds.append((end, term.key))
     budget = end
-    mark = int(budget * width / scale) if budget <= scale else None
-    cells = width if mark is not None else width - 1
-    for cell in range(cells):
-        middle = (cell + 0.5) * scale / width
-        if mark is not None and cell == min(mark, width - 1):
-            text.append(MARK, style("mark"))
+    mark = min(int(budget * width / scale), width - 1) if budget <= scale else None
+    cells: list[tuple[str, str]] = []  # (glyph, style name) per cell
+    index = 0  # bounds are sorted: walk them once instead of searching per cell
+    for cell in range(width if mark is not None else width - 1):
+        if cell == mark:
+            cells.append((MARK, "mark"))
             continue
-        key = next((k for b, k in bounds if middle < b), None)
+        middle = (cell + 0.5) * scale / width
+        while index < len(bounds) and middle >= bounds[index][0]:
+            index += 1
         in_use = used is not None and middle < used
-        if key is not None:
-            text.append(USED if in_use else PLANNED, style(key))
-        elif in_use:
-            text.append(OVER, style("over"))
+        if index < len(bounds):
+            cells.append((USED if in_use else PLANNED, bounds[index][1]))
         else:
-            text.append(TRACK, style("track"))
+            cells.append((OVER if in_use else TRACK, "over" if in_use else "track"))
     if mark is None:
-        text.append(BEYOND, style("over"))
+        cells.append((BEYOND, "over"))
+    # one span per run of equal cells: a few appends per bar instead of one per cell
+    styles: dict[str, Style] = {}
+    run_start = 0
+    for i in range(1, len(cells) + 1):
+        if i == len(cells) or cells[i] != cells[run_start]:
+            glyph, name = cells[run_start]
+            if name not in styles:
+                styles[name] = style(name)
+            text.append(glyph * (i - run_start), styles[name])
+            run_start = i
     return text
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from memtui.estimator import Communication
 from memtui.ui.units import size
+from memtui.ui.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class CommunicationView:
     unit: str
 
 
-class CommunicationLine(Static):
+class CommunicationLine(ViewWidget):
     """One line from the estimator's `Report.communication`."""
 
     DEFAULT_CSS = "CommunicationLine { height: auto; }"
@@ -29,7 +29,9 @@ class CommunicationLine(Static):
         if view is None:
             return
         c = view.communication
-        self.update(
+        text = (
             f"Communication: {size(c.bytes_per_gpu_per_step, view.unit)} per GPU per step, "
             f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
         )
+        # relayout only when the wrapped height changes
+        self.show(text, -(-len(text) // max(1, self.size.width)))

@@ -13,14 +13,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from memtui.estimator import Budget
 from memtui.telemetry import NodeSnapshot
-from memtui.ui.gpu_row import GpuRow, RowData
+from memtui.ui.gpu_row import SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
+from memtui.ui.view_widget import ViewWidget
 
 _SHORT_LABELS = {
     "weights": "wts",
@@ -60,7 +60,7 @@ class GpuPanel(Vertical):
     """Compact rows and legend."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="legend")
+        yield ViewWidget(id="legend")
         yield GpuRow(id="plan-row")
 
     def watch_narrow(self, narrow: bool) -> None:
@@ -75,7 +75,9 @@ class GpuPanel(Vertical):
         view = self.view
         if view is None or not self.children:
             return
-        self.query_one("#legend", Static).update(self._legend(view))
+        legend = self._legend(view)
+        width = max(1, self.query_one("#legend").size.width)
+        self.query_one("#legend", ViewWidget).show(legend, -(-legend.cell_len // width))
         self.query_one("#plan-row", GpuRow).data = RowData(budget=view.budget, unit=view.unit)
         devices = view.snapshot.devices if view.snapshot else ()
         rows = list(self.query(".device-row").results(GpuRow))
@@ -97,7 +99,7 @@ class GpuPanel(Vertical):
                 device=device,
                 status=view.statuses.get(device.label, RowStatus.UNKNOWN),
                 peak=track.peak if track.history else None,
-                history=tuple(track.history),
+                history=tuple(track.history)[-SPARK_WIDTH:],
             )
 
     def _legend(self, view: PanelView) -> Text:

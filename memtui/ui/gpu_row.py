@@ -43,6 +43,10 @@ _STATUS_CLASS = {
 }
 
 
+#: History values a row keeps: what its sparkline draws (so an unchanged GPU is not redrawn).
+SPARK_WIDTH = 8
+
+
 @dataclass(frozen=True)
 class RowData:
     """Everything one row shows; replaced whole so a row refreshes once per poll."""
@@ -80,6 +84,10 @@ class GpuRow(Widget):
     narrow: reactive[bool] = reactive(False, layout=True)
     """One line instead of two (terminals under 100 columns)."""
 
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._styles: dict[tuple[str, str], Style] = {}
+
     def watch_narrow(self, narrow: bool) -> None:
         self.set_class(narrow, "-narrow")
 
@@ -88,7 +96,12 @@ class GpuRow(Widget):
         self.set_class(alert, "-alert")  # the mark on the row, beside the notification
 
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"gpu-row--{name}")
+        # resolving a component style walks the CSS; cache per theme (a row draws ~20 spans)
+        key = (name, self.app.theme)
+        style = self._styles.get(key)
+        if style is None:
+            style = self._styles[key] = self.get_component_rich_style(f"gpu-row--{name}")
+        return style
 
     def render(self) -> Text:
         data = self.data
@@ -153,5 +166,5 @@ class GpuRow(Widget):
             f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
             f"  peak {num(data.peak, unit)} {unit}  "
         )
-        text.append(sparkline(data.history, scale, 8), self._style("dim"))
+        text.append(sparkline(data.history, scale, SPARK_WIDTH), self._style("dim"))
         return text

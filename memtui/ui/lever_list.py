@@ -10,10 +10,10 @@ from typing import ClassVar
 
 from rich.table import Table
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from memtui.estimator import Lever
 from memtui.ui.units import num
+from memtui.ui.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class LeverView:
     """Leave out the cost column (it folds badly under 100 columns)."""
 
 
-class LeverList(Static):
+class LeverList(ViewWidget):
     """Levers in the order to pull them."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"lever-list--on", "lever-list--pending"}
@@ -49,4 +49,4 @@ class LeverList(Static):
             if not view.narrow:
                 cells.append(lever.cost)
             table.add_row(*cells, style=on if lever.applied else pending)
-        self.update(table)
+        self.show(table, table.row_count + 1)

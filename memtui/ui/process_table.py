@@ -6,19 +6,21 @@ from dataclasses import dataclass
 
 from rich.table import Table
 from textual.reactive import reactive
-from textual.widgets import Static
 
-from memtui.telemetry import NodeSnapshot
+from memtui.telemetry import DeviceSnapshot
 from memtui.ui.units import num
+from memtui.ui.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
 class ProcessView:
-    snapshot: NodeSnapshot | None
+    devices: tuple[DeviceSnapshot, ...] | None
+    """The snapshot's devices (not the snapshot: its time changes every poll, its
+    processes rarely, and an equal view is not redrawn)."""
     unit: str
 
 
-class ProcessTable(Static):
+class ProcessTable(ViewWidget):
     """Compute processes of every GPU (notes say why a list is empty or partial)."""
 
     DEFAULT_CSS = "ProcessTable { height: auto; }"
@@ -27,8 +29,8 @@ class ProcessTable(Static):
     """Set by the screen after every poll."""
 
     def watch_view(self, view: ProcessView | None) -> None:
-        if view is None or view.snapshot is None or not view.snapshot.devices:
-            self.update("Processes: no telemetry (plan-only)")
+        if view is None or not view.devices:
+            self.show("Processes: no telemetry (plan-only)", 1)
             return
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
         table.add_column("GPU", no_wrap=True)
@@ -37,7 +39,7 @@ class ProcessTable(Static):
         table.add_column(view.unit, justify="right", no_wrap=True)
         table.add_column("Command", no_wrap=True, overflow="ellipsis", ratio=1)
         notes: list[str] = []
-        for device in view.snapshot.devices:
+        for device in view.devices:
             if device.processes is None:
                 notes.append(f"GPU {device.label}: {device.processes_note or 'list unreadable'}")
                 continue
@@ -55,4 +57,4 @@ class ProcessTable(Static):
             table.add_row("", "", "", "", "no compute processes")
         for note in notes:
             table.add_row("", "", "", "", f"note: {note}")
-        self.update(table)
+        self.show(table, table.row_count + 1)

@@ -194,7 +194,9 @@ class DashboardScreen(Screen[None]):
             statuses=dict(self.statuses),
             history=self.history,
         )
-        self.query_one(ProcessTable).view = ProcessView(self.snapshot, self.unit)
+        self.query_one(ProcessTable).view = ProcessView(
+            self.snapshot.devices if self.snapshot else None, self.unit
+        )
         self.query_one(StatusLine).view = StatusView(
             source=self.source.name if self.source is not None else None,
             snapshot=self.snapshot,

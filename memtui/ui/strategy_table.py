@@ -10,10 +10,10 @@ from typing import ClassVar
 
 from rich.table import Table
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from memtui.estimator import Report, Strategy
 from memtui.ui.units import num
+from memtui.ui.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class StrategyView:
     unit: str
 
 
-class StrategyTable(Static):
+class StrategyTable(ViewWidget):
     """Every strategy side by side, as the estimator computed them."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -62,4 +62,4 @@ class StrategyTable(Static):
                 str(row.max_micro_batch),
                 style=current if mine else (yes if row.fits else no),
             )
-        self.update(table)
+        self.show(table, table.row_count + 1)

@@ -1,0 +1,286 @@
+"""The dashboard's performance figures (DESIGN.md section 6), beside a bare Textual app and nvitop.
+
+    python benchmarks/bench_ui.py                   # the full run: a minute of watching
+    python benchmarks/bench_ui.py --duration 15     # shorter watch
+    python benchmarks/bench_ui.py --runs 3          # fewer start-up samples
+
+Prints:
+1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
+   (120x40) and the clock stops when its first full frame reaches the terminal (memtui: the
+   budget legend with the GPU rows; a bare Textual app: its one label; nvitop: its header).
+   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
+2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
+   stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
+3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
+   --interval 1` side by side, each in its own pseudo-terminal against the same fake NVML;
+   CPU time (user+sys, all threads, after a 5 s warm-up) and resident memory from /proc.
+
+Figures, not assertions: the machines here are shared and noisy; compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import re
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from fake_nvml.harness import FakeNvml, GiB, build_fake_nvml, gpu  # noqa: E402
+
+COLS, ROWS = 120, 40
+GPUS, PER_GPU = 8, 8
+_ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07]*\x07")
+BARE_APP = (
+    "from textual.app import App\n"
+    "from textual.widgets import Label\n"
+    "class Bare(App):\n"
+    "    def compose(self):\n"
+    "        yield Label('bare first frame')\n"
+    "Bare().run()\n"
+)
+
+
+def scenario() -> dict[str, object]:
+    """8 H100s at 60 GiB, 8 processes each (host PIDs invisible here, as in a container)."""
+    return {
+        "gpus": [
+            gpu(
+                i,
+                used=60 * GiB,
+                util=(90, 40),
+                procs=[(10_000_000 + 100 * i + p, 7 * GiB) for p in range(PER_GPU)],
+            )
+            for i in range(GPUS)
+        ]
+    }
+
+
+class Terminal:
+    """A program in a pseudo-terminal; a thread drains its output and watches for a marker."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], marker: bytes | None = None) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        env = {**env, "TERM": "xterm-256color", "COLUMNS": str(COLS), "LINES": str(ROWS)}
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )
+        os.close(slave)
+        self.master = master
+        self.marker = marker
+        self.seen_at: float | None = None
+        self.found = threading.Event()
+        self._text = b""
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if self.marker is not None and self.seen_at is None:
+                self._text = (self._text + _ANSI.sub(b"", chunk))[-200_000:]
+                if self.marker in self._text:
+                    self.seen_at = time.perf_counter()
+                    self.found.set()
+
+    def first_frame(self, timeout: float = 60.0) -> float | None:
+        """Seconds from spawn to the marker on screen (None if it never came)."""
+        self.found.wait(timeout)
+        return None if self.seen_at is None else self.seen_at - self.started
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the process (all threads) so far, from /proc/PID/stat."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def memory(self) -> tuple[int, int]:
+        """(VmRSS, VmHWM) in bytes: resident now and its peak."""
+        values = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0]) * 1024
+        return values["VmRSS"], values["VmHWM"]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        os.close(self.master)
+
+
+def memtui_argv() -> list[str]:
+    return [sys.executable, "-m", "memtui", "--interval", "1"]
+
+
+def nvitop_argv() -> list[str] | None:
+    exe = shutil.which("nvitop")
+    return [exe, "-m", "full", "--interval", "1"] if exe else None
+
+
+def start_figures(env: dict[str, str], runs: int) -> dict[str, list[float]]:
+    programs: dict[str, tuple[list[str], bytes]] = {
+        "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame"),
+        "memtui (live, fake NVML)": (memtui_argv(), b"Budget per GPU"),
+    }
+    nvitop = nvitop_argv()
+    if nvitop:
+        programs["nvitop -m full"] = (nvitop, b"NVITOP")
+    results: dict[str, list[float]] = {name: [] for name in programs}
+    for _ in range(runs):
+        for name, (argv, marker) in programs.items():
+            term = Terminal(argv, env, marker)
+            seconds = term.first_frame()
+            term.close()
+            if seconds is not None:
+                results[name].append(seconds)
+    return results
+
+
+async def key_latency(presses: int) -> tuple[list[float], list[float]]:
+    """Seconds from a key press to the app being idle with the new budget drawn, and the same
+    for a key bound to nothing (Pilot's own cost: posting the key, waiting for idle)."""
+    from memtui.estimator import Plan, estimate
+    from memtui.estimator.model_source import load_model
+    from memtui.telemetry import SyntheticSource
+    from memtui.ui import make_app
+    from memtui.ui.gpu_panel import GpuPanel
+
+    plan = Plan(model=load_model("meta-llama/Llama-2-7b-hf"))
+    app = make_app(plan, SyntheticSource(8, seed=0), interval=1.0)
+    samples: list[float] = []
+    baseline: list[float] = []
+    async with app.run_test(size=(COLS, ROWS)) as pilot:
+        await pilot.pause(0.2)
+        for _ in range(presses):
+            t0 = time.perf_counter()
+            await pilot.press("z")  # bound to nothing
+            baseline.append(time.perf_counter() - t0)
+        for _ in range(presses):
+            t0 = time.perf_counter()
+            await pilot.press("s")
+            view = app.screen.query_one(GpuPanel).view
+            samples.append(time.perf_counter() - t0)
+            assert view is not None
+            assert view.budget == estimate(app.screen.plan).budget  # type: ignore[attr-defined]
+    return samples, baseline
+
+
+def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, float] | str]:
+    out: dict[str, dict[str, float] | str] = {}
+    terms = {"memtui": Terminal(memtui_argv(), env)}
+    nvitop = nvitop_argv()
+    if nvitop:
+        terms["nvitop"] = Terminal(nvitop, env)
+    else:
+        out["nvitop"] = "not run: nvitop is not installed"
+    try:
+        time.sleep(5.0)  # both past start-up (imports, NVML init) before the window opens
+        cpu0 = {name: t.cpu_seconds() for name, t in terms.items()}
+        time.sleep(duration)
+        for name, term in terms.items():
+            if term.proc.poll() is not None:
+                out[name] = f"exited early with code {term.proc.returncode}"
+                continue
+            rss, hwm = term.memory()
+            cpu = term.cpu_seconds() - cpu0[name]
+            out[name] = {
+                "cpu_s": cpu,
+                "cpu_s_per_min": cpu * 60.0 / duration,
+                "rss_mib": rss / 2**20,
+                "peak_rss_mib": hwm / 2**20,
+            }
+    finally:
+        for term in terms.values():
+            term.close()
+    return out
+
+
+def _median_ms(values: list[float]) -> str:
+    if not values:
+        return "n/a (no frame seen)"
+    return f"{statistics.median(values) * 1000:7.0f} ms (median of {len(values)})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of watching (60)")
+    parser.add_argument("--runs", type=int, default=5, help="start-up samples per program (5)")
+    parser.add_argument("--presses", type=int, default=40, help="key presses timed (40)")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="memtui-bench-ui-"))
+    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
+    fake.write(scenario())
+    env = fake.env()
+    env.pop("FAKE_NVML_CALLS", None)  # the call log grows without bound over a minute
+    env["XDG_CONFIG_HOME"] = str(work)  # no user themes or nvitop settings in the way
+    print(f"memtui UI benchmark: {GPUS} GPUs x {PER_GPU} processes on the fake libnvidia-ml, "
+          f"terminal {COLS}x{ROWS}, {os.cpu_count()} CPUs")  # fmt: skip
+
+    print("\n1. start to first frame (pseudo-terminal)")
+    starts = start_figures(env, args.runs)
+    for name, values in starts.items():
+        print(f"   {name:<28} {_median_ms(values)}")
+    bare = starts.get("bare Textual app") or []
+    mine = starts.get("memtui (live, fake NVML)") or []
+    if bare and mine:
+        extra = statistics.median(mine) - statistics.median(bare)
+        print(f"   memtui - bare Textual: {extra * 1000:+.0f} ms (target <= +250 ms)")
+
+    print("\n2. key press (s: next strategy) to updated budget, headless Pilot")
+    samples, baseline = asyncio.run(key_latency(args.presses))
+    samples.sort()
+    p90 = samples[int(len(samples) * 0.9) - 1]
+    base = statistics.median(baseline)
+    print(
+        f"   press to idle: median {statistics.median(samples) * 1000:.1f} ms, "
+        f"p90 {p90 * 1000:.1f} ms, max {samples[-1] * 1000:.1f} ms ({len(samples)} presses)"
+    )
+    print(f"   an unbound key (Pilot's own cost): median {base * 1000:.1f} ms")
+    print(f"   memtui's part: {(statistics.median(samples) - base) * 1000:.1f} ms "
+          "(target < 50 ms)")  # fmt: skip
+
+    print(f"\n3. watching {GPUS} GPUs at 1 Hz for {args.duration:g} s (after a 5 s warm-up)")
+    watch = watch_figures(env, args.duration)
+    for name, figures in watch.items():
+        if isinstance(figures, str):
+            print(f"   {name:<8} {figures}")
+            continue
+        print(f"   {name:<8} CPU {figures['cpu_s']:.2f} s "
+              f"({figures['cpu_s_per_min']:.2f} s/min), RSS {figures['rss_mib']:.0f} MiB "
+              f"(peak {figures['peak_rss_mib']:.0f} MiB)")  # fmt: skip
+    m, n = watch.get("memtui"), watch.get("nvitop")
+    if isinstance(m, dict) and isinstance(n, dict) and n["cpu_s"] > 0 and n["rss_mib"] > 0:
+        print(f"   memtui / nvitop: CPU {m['cpu_s'] / n['cpu_s']:.2f}x (target <= 1), "
+              f"RSS {m['rss_mib'] / n['rss_mib']:.2f}x (target <= 1.5)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""A widget that shows one prepared renderable and repaints without a relayout when it can.
+
+`Static.update` always asks for a new layout, which reflows the whole screen; a table whose
+row count did not change only needs a repaint. Keeping key-to-budget latency low (DESIGN.md
+section 6: under 50 ms) is why the tables and lines below derive from this class.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from textual.widget import Widget
+
+
+class ViewWidget(Widget):
+    """Base of the table and line widgets: `show(renderable, lines)` then draw it."""
+
+    DEFAULT_CSS = "ViewWidget { height: auto; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._renderable: RenderableType = ""
+        self._lines = -1
+
+    def show(self, renderable: RenderableType, lines: int) -> None:
+        """Draw `renderable`, `lines` tall; relayout only when the height changes."""
+        self._renderable = renderable
+        relayout = lines != self._lines
+        self._lines = lines
+        self.refresh(layout=relayout)
+
+    def render(self) -> RenderableType:
+        return self._renderable

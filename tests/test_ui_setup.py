@@ -1,0 +1,234 @@
+"""Themes, saved plans, the model picker, NO_COLOR and the `memtui` entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_ui_support import llama_plan, screen_of, text_of, wait_for
+
+from memtui.cli import build_parser, main
+from memtui.commands import dashboard
+from memtui.errors import UsageError
+from memtui.estimator import Method, Strategy
+from memtui.telemetry import ReplaySource, SyntheticSource
+from memtui.ui import make_app
+from memtui.ui.plan_file import load_plan, plan_to_toml, save_plan
+from memtui.ui.themes import VARIABLE_DEFAULTS, load_themes, theme_dirs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# -- themes ---------------------------------------------------------------------------
+
+
+def test_shipped_themes_parse_and_define_every_variable() -> None:
+    loaded = load_themes([REPO / "themes"])
+    assert loaded.errors == []
+    names = [t.name for t in loaded.themes]
+    assert names[:2] == ["memtui-dark", "memtui-light"]
+    for theme in loaded.themes:
+        assert set(VARIABLE_DEFAULTS) <= set(theme.variables)
+
+
+def test_theme_folders_cover_the_wheel_and_the_checkout() -> None:
+    package = REPO / "memtui"
+    dirs = theme_dirs()
+    assert dirs[0] == package / "themes"  # the wheel force-includes themes/ here
+    assert dirs[1] == REPO / "themes"  # an editable or source checkout
+    assert any(d.is_dir() and (d / "dark.toml").is_file() for d in dirs)
+
+
+def test_a_broken_theme_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
+    (tmp_path / "typo.toml").write_text(
+        'name = "typo"\nprimary = "#fff"\n[variables]\nterm-wait = "#000"\n'
+    )
+    (tmp_path / "broken.toml").write_text("name = \n")
+    loaded = load_themes([REPO / "themes", tmp_path])
+    assert len(loaded.errors) == 3
+    assert any("bad.toml: primary" in e and "not a colour" in e for e in loaded.errors)
+    assert any("unknown variable 'term-wait'" in e for e in loaded.errors)
+    assert any("not valid TOML" in e for e in loaded.errors)
+    assert [t.name for t in loaded.themes] == ["memtui-dark", "memtui-light"]
+
+
+async def test_app_notifies_about_bad_themes_and_unknown_names(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprimary = "#zzz"\n')
+    app = make_app(llama_plan(), theme="nope", theme_dirs=[REPO / "themes", tmp_path])
+    seen: list[str] = []
+    original = app.notify
+    app.notify = lambda message, *a, **k: (seen.append(message), original(message, *a, **k))  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == "memtui-dark"
+    assert any("bad.toml" in m for m in seen)
+    assert any("no theme 'nope'" in m for m in seen)
+
+
+async def test_theme_flag_selects_the_light_theme() -> None:
+    app = make_app(llama_plan(), theme="memtui-light")
+    async with app.run_test(size=(80, 24)):
+        assert app.theme == "memtui-light"
+        assert app.get_css_variables()["term-weights"] == "#0050c8"
+
+
+async def test_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(llama_plan(), plan_only_reason="no NVML here")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.no_color
+        screen = text_of(app)
+        # without colour the verdict and the bar still read: words and distinct glyphs
+        assert "FITS" in screen and "░" in screen and "│" in screen and "plan-only" in screen
+
+
+# -- saved plans ----------------------------------------------------------------------
+
+
+def test_plan_round_trips_through_toml(tmp_path: Path) -> None:
+    plan = llama_plan().model_copy(update={"strategy": Strategy.zero2, "method": Method.lora})
+    path = save_plan(plan, tmp_path / "p.toml")
+    assert load_plan(path) == plan
+    assert 'ref = "meta-llama/Llama-2-7b-hf"' in plan_to_toml(plan)
+    assert [p.name for p in tmp_path.iterdir()] == ["p.toml"]
+
+
+def test_bad_plan_files_are_one_line_usage_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('strategy = "zero9"\n[model]\nref = "meta-llama/Llama-2-7b-hf"\n')
+    with pytest.raises(UsageError, match="strategy"):
+        load_plan(bad)
+    with pytest.raises(UsageError, match="cannot read"):
+        load_plan(tmp_path / "missing.toml")
+
+
+# -- model picker ---------------------------------------------------------------------
+
+
+async def test_model_picker_searches_the_catalog_and_loads_a_config(tmp_path: Path) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 512,
+        "intermediate_size": 1376,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 4,
+        "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("slash")
+        await pilot.press(*"mistral 7b")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "istral" in screen.plan.model.name)
+        assert app.screen is screen
+        await pilot.press("slash")
+        await pilot.press(*str(path), "enter")
+        await wait_for(pilot, lambda: screen.plan.model.name == str(path))
+        await pilot.press("slash")
+        await pilot.press(*"/no/such/config.json", "enter")
+        await wait_for(pilot, lambda: "not found" in text_of(app))
+        await pilot.press("escape")
+        assert app.screen is screen and screen.plan.model.name == str(path)
+
+
+# -- entry point ----------------------------------------------------------------------
+
+
+def _args(*argv: str) -> Any:
+    return build_parser().parse_args(["dashboard", *argv])
+
+
+def test_demo_flags_build_a_synthetic_node_budgeted_at_the_plan() -> None:
+    from memtui.estimator import estimate
+
+    app = dashboard.build(_args("--demo", "--gpus", "4", "--strategy", "zero3"))
+    assert isinstance(app.source, SyntheticSource)
+    assert app.source.gpus == 4
+    plan = app._plan
+    assert plan.strategy is Strategy.zero3 and plan.hardware.gpus_per_node == 4
+    assert app.source.budget_bytes == estimate(plan).budget.total
+
+
+def test_plan_file_then_flags(tmp_path: Path) -> None:
+    path = save_plan(
+        llama_plan().model_copy(update={"strategy": Strategy.zero1}), tmp_path / "p.toml"
+    )
+    app = dashboard.build(_args("--plan", str(path), "--micro-batch", "3", "--demo"))
+    assert app._plan.strategy is Strategy.zero1 and app._plan.micro_batch == 3
+
+
+def test_replay_flag_and_usage_errors(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("")
+    assert isinstance(dashboard.build(_args("--replay", str(trace))).source, ReplaySource)
+    with pytest.raises(UsageError, match="no such file"):
+        dashboard.build(_args("--replay", str(tmp_path / "missing.jsonl")))
+    with pytest.raises(UsageError, match="interval"):
+        dashboard.build(_args("--demo", "--interval", "0"))
+    assert main(["--demo", "--interval", "-1"]) == 2
+
+
+def _has_nvml() -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
+_PLAN_ONLY_SCRIPT = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from test_ui_support import screen_of, text_of, wait_for
+from memtui.cli import build_parser
+from memtui.commands import dashboard
+
+async def main():
+    app = dashboard.build(build_parser().parse_args(["dashboard"]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.plan_only_reason is not None)
+        await pilot.pause()
+        print(screen.plan_only_reason)
+        print(text_of(app))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(_has_nvml(), reason="this machine has an NVIDIA driver")
+def test_no_nvml_here_means_plan_only_saying_why() -> None:
+    """Without libnvidia-ml, `memtui` alone shows the plan and says why. In a fresh process:
+    the fake NVML other tests load in-process would answer to the library's name."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PLAN_ONLY_SCRIPT, str(Path(__file__).parent)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    reason, _, screen = out.partition("\n")
+    assert "no NVIDIA driver" in reason
+    assert "plan-only" in screen and "memtui --demo" in screen and "FITS" in screen
+
+
+def test_estimate_json_does_not_import_textual() -> None:
+    code = (
+        "import sys, io, contextlib; from memtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['estimate', '--json', '--params', '7B'])\n"
+        "assert 'textual' not in sys.modules, 'textual imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
