@@ -48,10 +48,18 @@ def register(sub: Any) -> None:
 
 
 def _missing_dependency(plan: Any) -> str | None:
-    import importlib.util
+    """The extra's packages that cannot be imported, or None."""
+    import importlib
 
     needed = ["torch", "transformers"] + (["peft"] if plan.method.value != "full" else [])
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in needed:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+            if name == "torch":  # transformers without torch only prints a notice
+                break
     return ", ".join(missing) if missing else None
 
 
@@ -83,8 +91,9 @@ def _print_table(result: Any) -> None:
         f"{'FakeTensorMode (nothing allocated)' if m.fake else 'real step on CPU'}, one GPU"
     )
     table = Table(title="Predicted vs measured (GB = 10^9 bytes)", title_justify="left")
-    for name in ("Term", "Predicted", "Measured", "Difference", "Error"):
-        table.add_column(name, justify="left" if name == "Term" else "right")
+    table.add_column("Term", no_wrap=True)
+    for name in ("Predicted", "Measured", "Difference", "Error"):
+        table.add_column(name, justify="right", no_wrap=True)
     table.add_column("Why they can differ", overflow="fold")
     for row in result.rows:
         table.add_row(

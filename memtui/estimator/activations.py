@@ -373,7 +373,8 @@ def activation_bytes(
         # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
         adapted = sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
         adapter = adapted * lora_rank * s * b * _dtype_bytes(ACT, precision)
-        kept += adapter
+        if checkpointing is not Checkpointing.full:  # else rebuilt with the layer
+            kept += adapter
         if checkpointing is not Checkpointing.full and arch.norms_per_layer:
             # The embedding is frozen: the first layer's first norm sees no gradient.
             first = _norm(arch, "first norm", arch.hidden_size)

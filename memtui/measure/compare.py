@@ -14,9 +14,9 @@ from memtui.measure.step import Measurement
 
 # Why a measured term can differ from the estimator for reasons it cannot know.
 NOTES = {
-    "optimizer_states": "excludes torch.optim's per-tensor `step` counters ({counters:,} B)",
-    "activations": "CPU LayerNorm keeps bf16 statistics (CUDA: fp32)",
-    "peak": "tensor storages only: no allocator rounding or kernel workspace",
+    "optimizer_states": "measured without {counters:,} B of step counters",
+    "activations": "CPU LayerNorm stats in bf16 (CUDA: fp32)",
+    "peak": "storages only: no allocator rounding, no kernel workspace",
 }
 
 

@@ -206,11 +206,15 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
     optimizer_step()
     states, counters = _state_tensors(optimizer)
 
+    logit_rows = {(b, s), (b, s - 1), (b * s,), (b * (s - 1),)}
+
     def classify(t: torch.Tensor, phase: str) -> str:
         if phase == STEP:
             return STEP
-        rows = t.numel() // vocab if t.dim() and t.shape[-1] == vocab else 0
-        if rows >= b * (s - 1):
+        # Logits-sized: (b, s, V) or (b*s, V), shifted by one token or not; attention scores
+        # (b, a, s, s) or (b*a, s, s) can have s == V but not these leading dimensions.
+        lead = tuple(t.shape[:-1])
+        if t.dim() and t.shape[-1] == vocab and lead in logit_rows:
             return LOGITS
         return ACT if phase == "forward" else BWD
 
