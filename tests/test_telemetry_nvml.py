@@ -7,6 +7,7 @@ One test per fault from issue 3, each asserting what the user would see in the s
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -515,3 +516,34 @@ def test_only_rejects_an_ambiguous_uuid_prefix(fake_nvml_in_process: FakeNvml) -
         assert "0, 1, 2" in (snap.reason or "") and "UUID" in (snap.remedy or "")
     finally:
         src.close()
+
+
+def test_failed_snapshots_name_the_host(fake_nvml_in_process: FakeNvml) -> None:
+    fake_nvml_in_process.write({**node(1), "errors": {"nvmlInitWithFlags": 9}})
+    src = NvmlSource()
+    assert src.poll().hostname == socket.gethostname()
+    src.close()
+    fake_nvml_in_process.write({**node(1), "hang": ["nvmlInitWithFlags"]})
+    bounded = BoundedSource(NvmlSource(), timeout_s=0.2)
+    assert bounded.poll().hostname == socket.gethostname()
+    fake_nvml_in_process.write(node(1))
+    assert bounded.wait_idle(30)
+    bounded.close()
+
+
+@pytest.mark.parametrize("where", ["nvmlInitWithFlags", "nvmlDeviceGetMemoryInfo_v2@1"])
+def test_nvml_timeout_code_10(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource, where: str
+) -> None:
+    """NVML_ERROR_TIMEOUT (10): at init a TIMEOUT state, on one GPU that GPU only; both heal."""
+    fake_nvml_in_process.write({**node(2), "errors": {where: 10}})
+    snap = source.poll()
+    if where == "nvmlInitWithFlags":
+        assert snap.state is SourceState.TIMEOUT and snap.devices == ()
+        assert "timed out" in (snap.reason or "") and "nvidia-smi" in (snap.remedy or "")
+    else:
+        assert snap.ok and [d.lost for d in snap.devices] == [False, True]
+        assert "code 10" in (snap.devices[1].error or "")
+    fake_nvml_in_process.write(node(2))
+    healed = source.poll()
+    assert healed.ok and [d.memory_used for d in healed.devices] == [20 * GiB] * 2

@@ -249,3 +249,72 @@ def test_mig_discovery_error_on_one_gpu_leaves_the_others(fake_nvml: FakeNvml) -
     assert "GPU 0: MIG devices could not be listed" in out.stdout
     rows = [line for line in out.stdout.splitlines() if line.startswith("1 ")]
     assert rows and "20.0 GiB" in rows[0] and "LOST" not in out.stdout
+
+
+def test_record_into_a_missing_directory_is_one_line_exit_2(
+    fake_nvml: FakeNvml, tmp_path: Path
+) -> None:
+    fake_nvml.write(node(1))
+    out = watch("--once", "--record", str(tmp_path / "no" / "dir" / "x.jsonl"), env=fake_nvml.env())
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "--record" in out.stderr
+    assert "No such file or directory" in out.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_record_write_error_says_so_once_and_stops() -> None:
+    """Disk full while watching (/dev/full answers ENOSPC): one line, exit 1, no traceback."""
+    out = watch("--demo", "--count", "5", "--interval", "0.05", "--json", "--record", "/dev/full")
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    errors = out.stderr.strip().splitlines()
+    assert len(errors) == 1 and "No space left on device" in errors[0], out.stderr
+    assert "stopped" in errors[0]
+    assert len(out.stdout.strip().splitlines()) == 1  # the poll shown, then it stopped
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--replay", "x.jsonl", "--speed", "-3"), "--speed"),
+        (("--demo", "--count", "0"), "--count"),
+        (("--demo", "--demo-card", "NVIDIA Quux 9000"), "--demo-total-bytes"),
+    ],
+)
+def test_bad_flag_values_are_usage_errors(flags: tuple[str, ...], message: str) -> None:
+    out = watch(*flags)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_node_without_gpus_says_so(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write({"gpus": []})
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
+    assert "no GPUs found" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("card", "total"),
+    [
+        ("NVIDIA A100-SXM4-40GB", 40960 * MiB),
+        ("NVIDIA H100 80GB HBM3", 81559 * MiB),
+        ("NVIDIA GeForce RTX 4090", 24564 * MiB),
+    ],
+)
+def test_demo_card_sets_the_memory_of_that_card(card: str, total: int) -> None:
+    out = watch("--demo", "--once", "--json", "--demo-gpus", "2", "--demo-card", card)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert {d["memory_total"] for d in data["devices"]} == {total}
+    assert {d["name"] for d in data["devices"]} == {card}
+
+
+def test_once_timeout_does_not_promise_a_retry(fake_nvml: FakeNvml) -> None:
+    fake_nvml.write({**node(1), "hang": ["nvmlInitWithFlags"]})
+    out = watch("--once", "--timeout", "0.5", env=fake_nvml.env(), timeout=60)
+    assert out.returncode == 1
+    assert "NVML is not answering" in out.stdout and "retrying" not in out.stdout
+    js = watch("--once", "--json", "--timeout", "0.5", env=fake_nvml.env(), timeout=60)
+    assert json.loads(js.stdout)["hostname"]  # a failed snapshot still says which node

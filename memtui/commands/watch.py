@@ -11,7 +11,9 @@
 Exit codes: 0 when the data was read, and also when this machine has no NVIDIA driver (one
 line says so); 1 when NVML is present but unusable (driver not loaded, version mismatch,
 no permission, timeout) or a `--replay` file cannot be read or holds no snapshot (empty,
-binary, unrelated); 2 for a usage error (e.g. `--only` matches no GPU).
+binary, unrelated) or the `--record` trace cannot be written (disk full: said once, then
+memtui stops; the lines written so far stay intact); 2 for a usage error (e.g. `--only`
+matches no GPU, or the `--record` file cannot be created).
 
 The top level imports only argparse: telemetry, psutil, pynvml and rich load in `run`.
 """
@@ -57,8 +59,15 @@ def register(subparsers: Any) -> None:
         "--timeout", type=float, default=5.0, metavar="S", help="give up on a poll after S s (5)"
     )
     p.add_argument("--demo-gpus", type=int, default=8, metavar="N", help="GPUs in --demo (8)")
-    p.add_argument("--demo-card", default="NVIDIA H100 80GB HBM3", help="card name in --demo")
-    p.add_argument("--demo-total-bytes", type=int, metavar="B", help="memory per GPU in --demo")
+    p.add_argument(
+        "--demo-card",
+        default="NVIDIA H100 80GB HBM3",
+        help="card name in --demo, e.g. 'NVIDIA A100-SXM4-40GB'; its memory comes from the "
+        "GPU presets (or give --demo-total-bytes)",
+    )
+    p.add_argument(
+        "--demo-total-bytes", type=int, metavar="B", help="memory per GPU in --demo (the card's)"
+    )
     p.add_argument("--demo-budget-bytes", type=int, metavar="B", help="job budget per GPU")
     p.add_argument("--seed", type=int, default=0, help="seed of the --demo node (0)")
     p.set_defaults(run=run)
@@ -74,8 +83,11 @@ def _open(args: argparse.Namespace, only: tuple[str, ...]) -> TelemetrySource:
         if args.once:
             # one table: show the job settled (past its ramp), not its first second
             kwargs["start"] = time.time() - 75.0
-        if args.demo_total_bytes is not None:
-            kwargs["total_bytes"] = args.demo_total_bytes
+        kwargs["total_bytes"] = (
+            args.demo_total_bytes
+            if args.demo_total_bytes is not None
+            else _card_total_bytes(args.demo_card)
+        )
         if args.demo_budget_bytes is not None:
             kwargs["budget_bytes"] = args.demo_budget_bytes
         try:
@@ -83,6 +95,38 @@ def _open(args: argparse.Namespace, only: tuple[str, ...]) -> TelemetrySource:
         except ValueError as err:
             raise UsageError(str(err)) from err
     return telemetry.open_nvml(only, timeout_s=args.timeout)
+
+
+def _card_total_bytes(card: str) -> int:
+    """NVML's memory.total for a card name such as "NVIDIA A100-SXM4-40GB", from the GPU
+    presets (memtui.estimator.hardware: the telemetry layer may not import the estimator).
+
+    A preset matches when every word of its name, but the form factor, is a word of the
+    card's ("A100 40GB" in "NVIDIA A100-SXM4-40GB"); a size the card does not name is not
+    required ("NVIDIA H200"), and every matching preset must agree on the size.
+    """
+    import re
+
+    from memtui.estimator.hardware import GPUS, gpu_preset
+
+    preset = gpu_preset(card)
+    if preset is not None:
+        return preset.memory
+    words = set(re.split(r"[^a-z0-9]+", card.lower()))
+    sizes = {w for w in words if re.fullmatch(r"\d+gb", w)}
+    found = set()
+    for p in GPUS.values():
+        want = {w for w in re.split(r"[^a-z0-9]+", p.name.lower()) if w}
+        want -= {"sxm", "pcie"}  # form factor: NVML names spell it differently, if at all
+        if not sizes:
+            want = {w for w in want if not re.fullmatch(r"\d+gb", w)}
+        if want <= words:
+            found.add(p.memory)
+    if len(found) == 1:
+        return found.pop()
+    raise UsageError(
+        f"--demo-card {card!r}: unknown memory size for this card; give it with --demo-total-bytes"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,23 +137,45 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--interval must be positive, not {args.interval}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    if args.speed < 0:
+        raise UsageError(f"--speed must be 0 (one line per poll) or positive, not {args.speed}")
+    if args.count is not None and args.count < 1:
+        raise UsageError(f"--count must be at least 1, not {args.count}")
     only = parse_only(args.only)
-    source = _open(args, only)
-    recorder = Recorder(args.record) if args.record else None
+    source: TelemetrySource | None = None
+    recorder: Recorder | None = None
     polls = 0
     snapshot = None
+    # a live loop polls again after a failure; --once, a replay or a demo does not
+    retry_s = None if args.once or args.replay or args.demo else args.interval
     try:
+        if args.record:
+            try:
+                recorder = Recorder(args.record)
+            except OSError as err:
+                raise UsageError(f"--record {args.record}: {err.strerror or err}") from err
+        source = _open(args, only)
         while True:
             started = time.monotonic()
             snapshot = source.poll()
             polls += 1
-            if recorder is not None:
-                recorder.write(snapshot)
             if args.json:
                 indent = 2 if args.once else None
                 print(snapshot.model_dump_json(indent=indent), flush=True)
             else:
-                _print_table(snapshot, clear=not args.once and polls > 1)
+                _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
+            if recorder is not None:
+                try:
+                    recorder.write(snapshot)
+                except OSError as err:
+                    # disk full, file system gone: a trace with a hole is worse than a clean
+                    # stop, and the lines already written stay readable
+                    print(
+                        f"memtui watch: cannot write trace {args.record}: "
+                        f"{err.strerror or err}; stopped",
+                        file=sys.stderr,
+                    )
+                    return 1
             if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
                 return 2  # --only matched nothing: a usage error, say it once and stop
             done = args.once or (args.count is not None and polls >= args.count)
@@ -125,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if recorder is not None:
             recorder.close()
-        source.close()
+        if source is not None:
+            source.close()
     return _exit_code(snapshot.state if snapshot is not None else SourceState.OK)
 
 
@@ -159,7 +226,7 @@ def _device_name(d: DeviceSnapshot) -> str:
     return name
 
 
-def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
+def _print_table(snapshot: NodeSnapshot, *, clear: bool, retry_s: float | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -174,7 +241,10 @@ def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
         parts.append(f"CUDA {snapshot.cuda_version}")
     if snapshot.state.value != "ok":
         # one clear line: what is wrong and the usual remedy (e.g. no NVIDIA driver here)
-        console.print(f"memtui watch: {snapshot.message}", markup=False, soft_wrap=True)
+        line = f"memtui watch: {snapshot.message}"
+        if retry_s is not None and snapshot.state.value not in ("no_library", "ended"):
+            line += f" (retrying every {retry_s:g} s)"
+        console.print(line, markup=False, soft_wrap=True)
         if not snapshot.devices:
             return
     console.print("  ".join(p for p in parts if p), markup=False, soft_wrap=True)
@@ -216,6 +286,9 @@ def _print_table(snapshot: NodeSnapshot, *, clear: bool) -> None:
             notes.append(f"GPU {d.label}: unified memory, figures are the host's RAM")
         if d.processes_note:
             notes.append(f"GPU {d.label}: {d.processes_note}")
+    if not snapshot.devices:
+        console.print("no GPUs found (NVML lists none on this node)")
+        return
     console.print(gpus)
 
     procs = Table(box=None, pad_edge=False, header_style="bold")

@@ -9,6 +9,8 @@ these records and never calls NVML itself. The same records are the JSONL trace 
 
 from __future__ import annotations
 
+import functools
+import socket
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -145,8 +147,28 @@ class NodeSnapshot(_Frozen):
         return f"{self.reason}: {self.remedy}" if self.remedy else self.reason
 
 
+@functools.lru_cache(maxsize=1)
+def local_hostname() -> str:
+    """This node's name (cached: it does not change while memtui runs)."""
+    return socket.gethostname()
+
+
 def failed_snapshot(
-    state: SourceState, reason: str, remedy: str | None, *, time: float, source: str
+    state: SourceState,
+    reason: str,
+    remedy: str | None,
+    *,
+    time: float,
+    source: str,
+    hostname: str | None = None,
 ) -> NodeSnapshot:
-    """A snapshot with no devices that reports a source-level problem."""
-    return NodeSnapshot(time=time, source=source, state=state, reason=reason, remedy=remedy)
+    """A snapshot with no devices that reports a source-level problem, on this node unless
+    `hostname` says otherwise (a trace of several nodes still tells them apart)."""
+    return NodeSnapshot(
+        time=time,
+        hostname=hostname or local_hostname(),
+        source=source,
+        state=state,
+        reason=reason,
+        remedy=remedy,
+    )

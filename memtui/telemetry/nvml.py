@@ -100,12 +100,12 @@ def describe_failure(code: int, text: str) -> tuple[SourceState, str, str]:
         return (
             SourceState.TIMEOUT,
             "NVML timed out",
-            "check `nvidia-smi`; memtui keeps retrying",
+            "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot",
         )
     return (
         SourceState.ERROR,
         f"NVML error: {text} (code {code})",
-        "check `nvidia-smi`; memtui keeps retrying",
+        "check `nvidia-smi`",
     )
 
 
@@ -517,7 +517,9 @@ class NvmlSource:
 
     def _failure(self, code: int, text: str) -> NodeSnapshot:
         state, reason, remedy = describe_failure(code, text)
-        return failed_snapshot(state, reason, remedy, time=self._clock(), source=self.name)
+        return failed_snapshot(
+            state, reason, remedy, time=self._clock(), source=self.name, hostname=self._hostname
+        )
 
 
 def _invisible_note(

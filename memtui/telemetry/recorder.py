@@ -10,6 +10,7 @@ documented in docs/telemetry.md and read back by `ReplaySource`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -33,8 +34,10 @@ class Recorder:
         self._file.flush()
 
     def close(self) -> None:
-        """Close the file. Safe to call twice."""
-        self._file.close()
+        """Close the file. Safe to call twice; never raises (after a failed write the close
+        would retry the same doomed flush, e.g. on a full disk)."""
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def __enter__(self) -> Recorder:
         return self

@@ -126,8 +126,8 @@ class BoundedSource:
         return failed_snapshot(
             SourceState.TIMEOUT,
             f"NVML is not answering ({why})",
-            "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot; "
-            "memtui keeps retrying",
+            # no "retrying" here: whether the caller polls again is the caller's to say
+            "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot",
             time=self._clock(),
             source=self.name,
         )
