@@ -193,7 +193,11 @@ async def key_latency(presses: int) -> tuple[list[float], list[float]]:
 
 def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, float] | str]:
     out: dict[str, dict[str, float] | str] = {}
-    terms = {"memtui": Terminal(memtui_argv(), env)}
+    # the bare Textual app idles beside them: the floor any Textual program starts from
+    terms = {
+        "memtui": Terminal(memtui_argv(), env),
+        "bare Textual (idle, for scale)": Terminal([sys.executable, "-c", BARE_APP], env),
+    }
     nvitop = nvitop_argv()
     if nvitop:
         terms["nvitop"] = Terminal(nvitop, env)
@@ -270,9 +274,9 @@ def main() -> int:
     watch = watch_figures(env, args.duration)
     for name, figures in watch.items():
         if isinstance(figures, str):
-            print(f"   {name:<8} {figures}")
+            print(f"   {name:<31} {figures}")
             continue
-        print(f"   {name:<8} CPU {figures['cpu_s']:.2f} s "
+        print(f"   {name:<31} CPU {figures['cpu_s']:.2f} s "
               f"({figures['cpu_s_per_min']:.2f} s/min), RSS {figures['rss_mib']:.0f} MiB "
               f"(peak {figures['peak_rss_mib']:.0f} MiB)")  # fmt: skip
     m, n = watch.get("memtui"), watch.get("nvitop")
