@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -108,6 +109,7 @@ def test_unified_memory_is_labelled_host_memory(fake_nvml: FakeNvml) -> None:
         }
     )
     out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
     assert "NVIDIA GB10 (host memory)" in out.stdout
     assert "unified memory, figures are the host's RAM" in out.stdout
 
@@ -125,6 +127,7 @@ def test_mig_rows_and_processes(fake_nvml: FakeNvml) -> None:
         }
     )
     out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
     assert "[MIG on]" in out.stdout
     proc_rows = [line for line in out.stdout.splitlines() if str(os.getpid()) in line]
     assert proc_rows and proc_rows[0].split()[0] == "0:0" and "8.0 GiB" in proc_rows[0]
@@ -135,6 +138,7 @@ def test_only_by_uuid_and_no_match(fake_nvml: FakeNvml) -> None:
     fake_nvml.write(scenario)
     uuid = scenario["gpus"][2]["uuid"]
     out = watch("--once", "--json", "--only", uuid, env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
     assert [d["index"] for d in json.loads(out.stdout)["devices"]] == [2]
     miss = watch("--once", "--only", "9", env=fake_nvml.env())
     assert miss.returncode == 2 and "no GPU matches --only 9" in miss.stdout
@@ -271,7 +275,7 @@ def test_record_write_error_says_so_once_and_stops() -> None:
     errors = out.stderr.strip().splitlines()
     assert len(errors) == 1 and "No space left on device" in errors[0], out.stderr
     assert "stopped" in errors[0]
-    assert len(out.stdout.strip().splitlines()) == 1  # the poll shown, then it stopped
+    assert out.stdout == ""  # recorded before shown: nothing shown that is not on disk
 
 
 @pytest.mark.parametrize(
@@ -318,3 +322,45 @@ def test_once_timeout_does_not_promise_a_retry(fake_nvml: FakeNvml) -> None:
     assert "NVML is not answering" in out.stdout and "retrying" not in out.stdout
     js = watch("--once", "--json", "--timeout", "0.5", env=fake_nvml.env(), timeout=60)
     assert json.loads(js.stdout)["hostname"]  # a failed snapshot still says which node
+
+
+def test_sigkill_while_recording_loses_at_most_the_poll_in_flight(
+    fake_nvml: FakeNvml, tmp_path: Path
+) -> None:
+    """The durability promise, for real: kill -9 a recording watch, replay what it left."""
+    from memtui.telemetry import ReplaySource, SourceState
+    from memtui.telemetry.recorder import parse_line
+
+    trace = tmp_path / "run.jsonl"
+    fake_nvml.write(node(2, 1, used=10 * GiB))
+    env = fake_nvml.env()
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    want = 5
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memtui", "watch", "--json", "--interval", "0.02",
+         "--record", str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        shown = [proc.stdout.readline() for _ in range(want)]  # polls the user has seen
+        assert all(shown), "watch stopped early"
+        proc.send_signal(signal.SIGKILL)  # mid-run: no finally, no atexit, no flush
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    data = trace.read_bytes()
+    complete = data.split(b"\n")[:-1]  # whatever follows the last newline was in flight
+    assert len(complete) >= want
+    snapshots = [parse_line(line) for line in complete]
+    assert all(s is not None and s.devices[0].memory_used == 10 * GiB for s in snapshots)
+    replay = ReplaySource(trace, speed=None)
+    played = [replay.poll() for _ in complete]
+    assert [s.time for s in played] == [s.time for s in snapshots if s is not None]
+    assert replay.poll().state is SourceState.ENDED
+    replay.close()

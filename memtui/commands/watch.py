@@ -159,11 +159,7 @@ def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             snapshot = source.poll()
             polls += 1
-            if args.json:
-                indent = 2 if args.once else None
-                print(snapshot.model_dump_json(indent=indent), flush=True)
-            else:
-                _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
+            # recorded before it is shown: a poll the user saw survives a SIGKILL
             if recorder is not None:
                 try:
                     recorder.write(snapshot)
@@ -176,6 +172,11 @@ def run(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                     )
                     return 1
+            if args.json:
+                indent = 2 if args.once else None
+                print(snapshot.model_dump_json(indent=indent), flush=True)
+            else:
+                _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
             if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
                 return 2  # --only matched nothing: a usage error, say it once and stop
             done = args.once or (args.count is not None and polls >= args.count)
