@@ -547,3 +547,20 @@ def test_nvml_timeout_code_10(
     fake_nvml_in_process.write(node(2))
     healed = source.poll()
     assert healed.ok and [d.memory_used for d in healed.devices] == [20 * GiB] * 2
+
+
+def test_nvml_calls_per_poll_with_mig_devices(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    """A GPU in MIG mode: memory and utilisation for it (its processes live under its MIG
+    devices), memory and processes per MIG device (no utilisation: NVML has none per MIG
+    device), and no MIG discovery in a steady poll."""
+    fake_nvml_in_process.write(_mig_node())  # GPU 0: 0:0 with a process, 0:1 idle; GPU 1
+    assert len(source.poll().devices) == 4
+    fake_nvml_in_process.reset_calls()
+    source.poll()
+    assert dict(fake_nvml_in_process.calls()) == {
+        "nvmlDeviceGetMemoryInfo_v2": 4,  # GPU 0, 0:0, 0:1, GPU 1
+        "nvmlDeviceGetUtilizationRates": 2,  # GPU 0, GPU 1
+        "nvmlDeviceGetComputeRunningProcesses_v3": 2 + 1 + 2,  # 0:0 (count, fill), 0:1, GPU 1
+    }

@@ -193,24 +193,61 @@ def test_telemetry_imports_no_ui_no_estimator_and_loads_pynvml_lazily() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_only_telemetry_imports_pynvml() -> None:
-    offenders = []
+def _imports(text: str, package: str) -> set[str]:
+    """Every module a file's source imports, by AST, anywhere in it (so `from memtui import
+    estimator` counts as memtui.estimator, and `from .. import ui` in memtui.telemetry as
+    memtui.ui)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names)
+    return names
+
+
+def _hits(names: set[str], forbidden: tuple[str, ...]) -> set[str]:
+    return {n for n in names for f in forbidden if n == f or n.startswith(f + ".")}
+
+
+def test_layer_boundaries_by_ast() -> None:
+    """telemetry imports neither UI (textual, rich, memtui.ui) nor the estimator, and pynvml
+    only in telemetry/nvml.py; nothing outside telemetry imports pynvml."""
+    offenders: dict[str, set[str]] = {}
     for path in (ROOT / "memtui").rglob("*.py"):
-        if "telemetry" in path.relative_to(ROOT / "memtui").parts:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            if any(n.split(".")[0] == "pynvml" for n in names):
-                offenders.append(str(path))
-    assert offenders == []
-    for path in (ROOT / "memtui" / "telemetry").rglob("*.py"):
-        text = path.read_text()
-        assert "import textual" not in text and "from rich" not in text
-        assert "memtui.estimator" not in text
+        rel = path.relative_to(ROOT).as_posix()
+        package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+        names = _imports(path.read_text(), package)
+        if rel.startswith("memtui/telemetry/"):
+            forbidden: tuple[str, ...] = ("textual", "rich", "memtui.estimator", "memtui.ui")
+            if rel != "memtui/telemetry/nvml.py":
+                forbidden += ("pynvml",)
+        else:
+            forbidden = ("pynvml",)
+        if bad := _hits(names, forbidden):
+            offenders[rel] = bad
+    assert offenders == {}
+
+
+def test_layer_check_sees_through_import_spellings() -> None:
+    """The AST walk catches spellings a substring check misses."""
+    text = (
+        "from memtui import estimator\nfrom .. import ui\nimport rich.console as c\n"
+        "def f():\n    import textual.app\n"
+    )
+    names = _imports(text, "memtui.telemetry")
+    assert _hits(names, ("textual", "rich", "memtui.estimator", "memtui.ui")) == {
+        "memtui.estimator",
+        "memtui.ui",
+        "rich.console",
+        "textual.app",
+    }
 
 
 def _snap_with_command(t: float, command: str) -> NodeSnapshot:
