@@ -3,7 +3,8 @@
 Public API (importing this package does not import pynvml; NVML loads on the first poll):
 - models: `NodeSnapshot`, `DeviceSnapshot`, `ProcessSnapshot`, `SourceState`
 - sources: `TelemetrySource` (protocol), `NvmlSource`, `ReplaySource`, `SyntheticSource`,
-  `BoundedSource` (timeout guard), `open_source()` (what `memtui watch` and the UI use)
+  `BoundedSource` (timeout guard and exit hook), `open_nvml()` (the live source as
+  `memtui watch` and the UI use it)
 - `Recorder` (JSONL trace writer), `read_trace()`, `select_devices()`, `parse_only()`
 """
 
