@@ -257,6 +257,15 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
     return [Saved("MLP gradients", per_token=arch.hidden_size + 2 * width)]
 
 
+def _weight_gradient_elements(arch: Architecture) -> int:
+    """Elements of the MLP's largest weight gradient: transformers (v5) stores the experts of
+    an MoE layer stacked, gate and up fused, as one (E, 2 f_e, h) parameter (MixtralExperts)."""
+    h = arch.hidden_size
+    if arch.moe_layer_count:
+        return arch.num_experts * 2 * arch.expert_width * h
+    return h * arch.intermediate_size * (2 if arch.fused_gate_up else 1)
+
+
 def _layer_backward_peak(
     arch: Architecture,
     attention: Attention,
@@ -281,6 +290,11 @@ def _layer_backward_peak(
     core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain")
     rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
     mlp = kept + rebuilt + rebuilt_core + size(_mlp_backward(arch))
+    if roles is None:
+        # Accumulating into an existing .grad (every micro-batch after the first, or
+        # zero_grad(set_to_none=False)), autograd first materialises the new gradient of a
+        # weight, then adds it in place: one weight-sized temporary, the largest of the MLP.
+        mlp += _weight_gradient_elements(arch) * _dtype_bytes(ACT, precision)
     attn = (
         kept
         + rebuilt

@@ -7,6 +7,8 @@ the module tree from it (`AutoModelForCausalLM.from_config`), PEFT adds LoRA ada
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,7 @@ def _register_selective(base: str) -> str:
     return name
 
 
-def build_model(config: dict[str, Any], plan: Plan) -> torch.nn.Module:
+def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> torch.nn.Module:
     """The model for `plan`, random init, in the plan's dtype, in training mode."""
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
@@ -100,22 +102,49 @@ def build_model(config: dict[str, Any], plan: Plan) -> torch.nn.Module:
     if plan.method is Method.lora:
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(
-            model,
-            LoraConfig(
-                r=plan.lora_rank,
-                lora_alpha=2 * plan.lora_rank,
-                lora_dropout=0.0,
-                target_modules=_targets(plan),
-            ),
+        lora = LoraConfig(
+            r=plan.lora_rank,
+            lora_alpha=2 * plan.lora_rank,
+            lora_dropout=0.0,
+            target_modules=_targets(plan),
+        )
+        with _adapters_in(dtype_of(plan.precision), fake):
             # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
             # the estimator counts it (PEFT's default would make the adapters fp32 instead).
-            autocast_adapter_dtype=False,
-        )
+            model = get_peft_model(model, lora, autocast_adapter_dtype=False)
         if plan.checkpointing is Checkpointing.full:
             model.enable_input_require_grads()
         model.train()
     return model
+
+
+@contextlib.contextmanager
+def _adapters_in(dtype: torch.dtype, fake: bool) -> Iterator[None]:
+    """Create PEFT's adapters directly in `dtype`. Under FakeTensorMode also skip PEFT's
+    `.to(device, dtype)` calls that change nothing: nn.Module._apply must swap fake
+    parameters and cannot (`_apply(): Couldn't swap Linear.weight`)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    original = torch.nn.Module.to
+
+    def to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+        device, want, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        tensors = [*self.parameters(), *self.buffers()]
+        if all(
+            (device is None or t.device == torch.device(device))
+            and (want is None or not t.is_floating_point() or t.dtype == want)
+            for t in tensors
+        ):
+            return self
+        return original(self, *args, **kwargs)
+
+    if fake:
+        torch.nn.Module.to = to  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+        torch.nn.Module.to = original  # type: ignore[method-assign]
 
 
 def _targets(plan: Plan) -> list[str] | str:

@@ -177,7 +177,7 @@ def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> M
 
 
 def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
-    model = build_model(config, plan)
+    model = build_model(config, plan, fake=fake)
     params = list(model.parameters())
     trainable = [p for p in params if p.requires_grad]
     mixed = plan.precision is Precision.bf16_mixed
