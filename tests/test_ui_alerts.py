@@ -21,7 +21,7 @@ from test_ui_support import (
 )
 
 from memtui.estimator import Strategy
-from memtui.telemetry import NvmlSource, ReplaySource
+from memtui.telemetry import BoundedSource, NvmlSource, ReplaySource, SourceState
 from memtui.ui import make_app
 from memtui.ui.gpu_row import GpuRow
 from memtui.ui.gpu_state import RowStatus
@@ -131,10 +131,30 @@ async def test_keys_keep_working_while_a_poll_blocks() -> None:
             before = screen.plan
             await pilot.press(key)
             assert screen.plan != before, key
-        await pilot.pause(0.3)  # let the 20 ms timer fire many times against the hung poll
+        await pilot.pause(1.5)  # let the 20 ms timer fire many times against the hung poll
         assert screen.polling and screen.snapshot is None
         assert source.calls == 1 and source.max_inside == 1
         source.release.set()
         await wait_for(pilot, lambda: screen.polls >= 1)
         assert screen.snapshot is not None
     assert source.max_inside == 1
+
+
+async def test_a_hung_driver_behind_the_timeout_guard_is_said_and_keys_still_work() -> None:
+    """The live stack: BoundedSource gives up on a hung poll and says so; the screen shows
+    the reason, keeps its keys, and never starts a second poll of the hung source."""
+    plan = llama_plan()
+    inner = BlockingSource(demo_source(plan).poll())
+    app = make_app(plan, BoundedSource(inner, timeout_s=0.5), interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        assert screen.snapshot is not None and screen.snapshot.state is SourceState.TIMEOUT
+        await pilot.press("s")
+        assert screen.plan.strategy is Strategy.fsdp_shard_grad_op
+        await wait_for(pilot, lambda: screen.polls >= 3)  # later polls answer TIMEOUT at once
+        assert inner.calls == 1 and inner.max_inside == 1
+        assert "NVML is not answering" in text_of(app)
+        inner.release.set()
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.ok)
+        assert len(screen.snapshot.devices) == 8

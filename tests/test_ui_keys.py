@@ -188,3 +188,30 @@ async def test_every_key_with_the_fake_nvml(fake_nvml_in_process: Any) -> None:
             view = app.screen.query_one(GpuPanel).view
             assert view is not None and view.budget.total == budget_total(screen.plan)
         assert "live NVML" in text_of(app)
+
+
+async def test_enter_steps_a_setting_or_opens_the_picker_and_pages_scroll(
+    replay_trace: Path,
+) -> None:
+    from memtui.ui.model_picker import ModelPicker
+
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await pilot.press("enter")  # on the model row: the picker
+        await pilot.pause()
+        assert isinstance(app.screen, ModelPicker)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("down", "enter")  # GPUs/node one up
+        assert screen.plan.hardware.gpus_per_node == 9
+        main = app.screen.query_one("#main")
+        assert main.scroll_y == 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert main.scroll_y > 0
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert main.scroll_y == 0

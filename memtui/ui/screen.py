@@ -75,6 +75,7 @@ class DashboardScreen(Screen[None]):
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
     ]
 
+    # the default is never used: __init__ sets the real plan before anything reads it
     plan: reactive[Plan] = reactive(Plan.model_construct, init=False)  # type: ignore[arg-type]
     """The current plan (frozen); replaced whole on every change."""
     report: reactive[Report | None] = reactive(None, init=False)
