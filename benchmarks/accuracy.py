@@ -42,6 +42,7 @@ GRID: list[tuple[str, dict[str, Any]]] = [
     ("Qwen/Qwen2.5-0.5B", {"seq_len": 4096, "micro_batch": 1, "attention": "eager"}),
     (L32_1B, {"seq_len": 512, "micro_batch": 8, "attention": "eager"}),
     (L32_1B, {"seq_len": 8192, "micro_batch": 1, "checkpointing": "full"}),
+    (L32_1B, {"seq_len": 8192, "micro_batch": 2}),
     (L32_1B, {"seq_len": 2048, "micro_batch": 2, "precision": "fp32"}),
     (L32_1B, {"seq_len": 2048, "micro_batch": 2, "precision": "bf16", "optimizer": "sgd-momentum"}),
     (L32_1B, {"seq_len": 2048, "micro_batch": 1, "optimizer": "adafactor"}),
@@ -59,6 +60,12 @@ GRID: list[tuple[str, dict[str, Any]]] = [
                                    "checkpointing": "full"}),
     ("Qwen/Qwen2.5-7B", {"seq_len": 2048, "micro_batch": 1, "checkpointing": "selective"}),
     ("mistralai/Mixtral-8x7B-v0.1", {"seq_len": 1024, "micro_batch": 1}),
+    ("Qwen/Qwen1.5-MoE-A2.7B", {"seq_len": 2048, "micro_batch": 1}),
+    ("Qwen/Qwen3-8B", {"seq_len": 2048, "micro_batch": 1, "checkpointing": "full"}),
+    ("google/gemma-2-2b", {"seq_len": 2048, "micro_batch": 1, "attention": "eager"}),
+    ("microsoft/Phi-3-mini-4k-instruct", {"seq_len": 2048, "micro_batch": 1}),
+    ("facebook/opt-1.3b", {"seq_len": 2048, "micro_batch": 1}),
+    ("EleutherAI/pythia-1b", {"seq_len": 2048, "micro_batch": 1}),
 ]  # fmt: skip
 QUICK = [0, 3, 5, 11, 14]
 
@@ -70,6 +77,7 @@ class Outcome:
     seconds: float
     mode: str
     failure: str = ""
+    peak_in: str = ""
 
 
 def describe(plan: Plan) -> str:
@@ -96,25 +104,27 @@ def run_one(ref: str, fields: dict[str, Any]) -> Outcome:
         line = str(err).splitlines()[0] if str(err) else type(err).__name__
         return Outcome(describe(plan), {}, time.perf_counter() - start, "fake", line[:120])
     errors = {row.key: row.error for row in result.rows}
-    mode = "fake" if result.measurement.fake else "real"
-    return Outcome(describe(result.plan), errors, time.perf_counter() - start, mode)
+    m = result.measurement
+    mode = "fake" if m.fake else "real"
+    peak_in = "fwd/bwd" if m.forward_backward_peak >= m.step_temporaries else "opt. step"
+    return Outcome(describe(result.plan), errors, time.perf_counter() - start, mode, "", peak_in)
 
 
 def table(outcomes: list[Outcome]) -> str:
     lines = [
-        "| configuration | " + " | ".join(HEADERS) + " |",
-        "|---|" + "---:|" * len(HEADERS),
+        "| configuration | " + " | ".join(HEADERS) + " | peak in |",
+        "|---|" + "---:|" * len(HEADERS) + "---|",
     ]
     for o in outcomes:
         if o.failure:
-            lines.append(f"| {o.name} | not measured: {o.failure} |" + " |" * (len(HEADERS) - 1))
+            lines.append(f"| {o.name} | not measured: {o.failure} |" + " |" * len(HEADERS))
             continue
         cells = [f"{o.errors[t]:+.2%}" for t in TERMS]
-        lines.append(f"| {o.name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {o.name} | " + " | ".join(cells) + f" | {o.peak_in} |")
     done = [o for o in outcomes if not o.failure]
     for label, fn in (("median abs error", statistics.median), ("max abs error", max)):
         cells = [f"{fn(abs(o.errors[t]) for o in done):.2%}" if done else "-" for t in TERMS]
-        lines.append(f"| **{label}** | " + " | ".join(cells) + " |")
+        lines.append(f"| **{label}** | " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 
 
@@ -122,7 +132,9 @@ HEADER = """# Estimator accuracy against real PyTorch training steps
 
 Each row is one training step measured by `memtui measure` (FakeTensorMode: real shapes and
 dtypes, nothing allocated) beside `memtui estimate` for the same plan on one GPU (no sharding,
-no runtime overhead). Error = (predicted - measured) / measured. Reproduce with:
+no runtime overhead). Error = (predicted - measured) / measured; "peak in" says whether the
+step's peak is reached in forward/backward (activations and logits on top of the state) or in
+the optimizer step (its temporaries on top of the state). Reproduce with:
 
     pip install torch==2.13.0 transformers peft   # a CPU torch is enough
     python benchmarks/accuracy.py --write docs/accuracy.md
@@ -141,6 +153,15 @@ What the measurement cannot see, and the estimator does not model (it would diff
 - Kernel workspaces (cuBLAS, cuDNN, FlashAttention's scratch), which never appear as tensors.
 - CUDA keeps LayerNorm statistics in fp32 where CPU keeps them in the activation dtype
   (GPT-2 rows: 4 bytes per token per norm, under 0.1 percent).
+
+Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formulas follow):
+- GPT-NeoX / Pythia: rotary on a fused projection, parallel residual and no dropout are not
+  modelled separately (it is counted as a GPT-2-style layer).
+- Phi-3: the measured step also keeps a separate copy of o_proj's input (CPU), not modelled.
+- Eager attention with full checkpointing keeps the causal mask(s) of shape (b, 1, s, s) as
+  layer inputs; a second (sliding-window) mask of Gemma 2 is not modelled.
+- Falcon is not in the table: on CPU its SDPA call gets a mask and falls back to the math
+  kernel (s x s scores), which says nothing about a GPU run.
 
 Modelled from the measurement (memtui/estimator/activations.py):
 - LLaMA-style layers keep the RMSNorm input upcast to fp32 (4h bytes per token per norm) and

@@ -28,6 +28,9 @@ ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
 # Families whose RMSNorm is LlamaRMSNorm: x.float() -> x * rsqrt(mean(x^2) + eps) -> weight *
 # (that).to(input dtype). Gemma's norm multiplies by (1 + weight) in fp32 instead.
 GEMMA_NORM = frozenset({"gemma", "gemma2", "gemma3_text"})
+# Gemma 2 soft-caps the attention scores (eager) and the final logits: cap * tanh(x / cap),
+# whose tanh keeps its output (modeling_gemma2.py eager_attention_forward, Gemma2ForCausalLM).
+SOFTCAP = frozenset({"gemma2"})
 # Plain-MLP activations: f-sized tensors the activation itself saves beyond fc_out's input.
 # HF's GPT-2 "gelu_new" is NewGELUActivation, written in Python: 0.5*x*(1 + tanh(c(x +
 # 0.044715 x^3))) keeps x (pow), tanh's output, 0.5x and (1 + tanh) (the last mul) = 4.
@@ -96,9 +99,11 @@ def _attention_core(arch: Architecture, attention: Attention, fused: bool) -> li
                 Saved("attention dropout mask", per_token_seq=a, dtype=MASK),
                 Saved("attention dropout output", per_token_seq=a),
             ]
+        capped = [Saved("soft-capped scores (tanh output)", per_token_seq=a)]
         return [  # in forward order; the last two belong to the ops after the softmax
             Saved("query", per_token=qw),
             Saved("key, repeated to every query head", per_token=qw),
+            *(capped if arch.model_type in SOFTCAP else []),
             Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32),
             Saved("value, repeated to every query head", per_token=qw),
             Saved("attention probabilities", per_token_seq=a),
@@ -107,10 +112,18 @@ def _attention_core(arch: Architecture, attention: Attention, fused: bool) -> li
     # at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
     # and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid
     # out (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it.
+    if fused and arch.mlp_kind != "plain":
+        # A fused qkv_proj (Phi-3): rotary makes new q and k, but v stays a view of the
+        # projection output, so the whole output stays alive with it.
+        qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
+               Saved("q, k, v (fused projection output, kept by the v view)",
+                     per_token=qw + 2 * kvw)]  # fmt: skip
+    elif fused:
+        qkv = [Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw)]
+    else:
+        qkv = [Saved("query, key, value", per_token=qw + 2 * kvw)]
     saved = [
-        Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw)
-        if fused
-        else Saved("query, key, value", per_token=qw + 2 * kvw),
+        *qkv,
         Saved("attention output (= o_proj input)", per_token=qw),
         Saved("attention log-sum-exp", per_token=a, dtype=FP32),
     ]
@@ -190,7 +203,7 @@ def _attention_parts(
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
         after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
     else:
-        upto += _attention_core(arch, attention, fused=plain)
+        upto += _attention_core(arch, attention, fused=plain or arch.fused_qkv)
         if attention is Attention.eager:
             after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
     if plain:
@@ -246,7 +259,7 @@ def _freed_before_softmax_backward(arch: Architecture, attention: Attention) -> 
     moment): those of the ops after the softmax, the last two of `_attention_core`."""
     if attention is not Attention.eager:
         return []
-    return _attention_core(arch, attention, fused=arch.mlp_kind == "plain")[-2:]
+    return _attention_core(arch, attention, fused=arch.mlp_kind == "plain" or arch.fused_qkv)[-2:]
 
 
 def _mlp_backward(arch: Architecture) -> list[Saved]:
@@ -287,7 +300,7 @@ def _layer_backward_peak(
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
     upto, after = _layer_parts(arch, attention, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain")
+    core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain" or arch.fused_qkv)
     rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
     mlp = kept + rebuilt + rebuilt_core + size(_mlp_backward(arch))
     if roles is None:
@@ -425,4 +438,6 @@ def logits_bytes(
     """Peak bytes of the logits and the causal-LM loss: 3 x 4 bytes per logit (b s V) in
     bf16 and fp32 alike, measured (see LOSS_FP32_BUFFERS_AT_PEAK)."""
     per_logit = 4 * LOSS_FP32_BUFFERS_AT_PEAK
+    if arch.model_type in SOFTCAP:  # the final soft-cap's tanh output, in the activation dtype
+        per_logit += 4 if precision is Precision.fp32 else 2
     return -(-(seq_len * micro_batch * arch.vocab_size * per_logit) // tp)
