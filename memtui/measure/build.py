@@ -139,7 +139,7 @@ def _adapters_in(dtype: torch.dtype, fake: bool) -> Iterator[None]:
         return original(self, *args, **kwargs)
 
     if fake:
-        torch.nn.Module.to = to  # type: ignore[method-assign]
+        torch.nn.Module.to = to  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

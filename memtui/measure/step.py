@@ -78,7 +78,7 @@ class Measurement:
         return self.static + max(self.forward_backward_peak, self.step_temporaries)
 
 
-def _optimizer(plan: Plan, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
+def _optimizer(plan: Plan, params: list[torch.Tensor]) -> torch.optim.Optimizer:
     opt = plan.optimizer
     if opt is Optimizer.adamw:
         return torch.optim.AdamW(params, lr=1e-4, foreach=True)
@@ -159,6 +159,12 @@ def _state_tensors(optimizer: torch.optim.Optimizer) -> tuple[list[torch.Tensor]
     return tensors, counters
 
 
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    """A trainable parameter's gradient (allocated by the warm-up step)."""
+    assert p.grad is not None
+    return p.grad
+
+
 def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> Measurement:
     """Build the model of `config` for `plan` and measure one training step (one GPU)."""
     if plan.method.value == "qlora":
@@ -177,8 +183,8 @@ def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> M
 
 
 def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
-    model = build_model(config, plan, fake=fake)
-    params = list(model.parameters())
+    model: Any = build_model(config, plan, fake=fake)
+    params: list[torch.Tensor] = list(model.parameters())
     trainable = [p for p in params if p.requires_grad]
     mixed = plan.precision is Precision.bf16_mixed
     master = [p.detach().float() for p in trainable] if mixed else []
@@ -192,7 +198,7 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
     def optimizer_step() -> None:
         if mixed:
             for m, p in zip(master, trainable, strict=True):
-                m.grad = p.grad.float()  # the fp32 gradient copy the master update needs
+                m.grad = _grad(p).float()  # the fp32 gradient copy the master update needs
         optimizer.step()
         if mixed:
             with torch.no_grad():
@@ -221,11 +227,11 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
     def loss_fn(batch: torch.Tensor) -> torch.Tensor:
         return model(input_ids=batch, labels=batch).loss  # the output (and logits) die here
 
-    known = [*params, *(p.grad for p in trainable), *master, *states, ids]
+    known = [*params, *(_grad(p) for p in trainable), *master, *states, ids]
     tracker = LiveTracker(classify, known)
     with tracker:
         for p in trainable:
-            p.grad.zero_()
+            _grad(p).zero_()
         batch = ids.clone()  # the batch, allocated like a data loader's (the ids are saved)
         loss = loss_fn(batch)
         saved = tracker.by_class[ACT]
@@ -244,7 +250,7 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
         notes.append(f"{leftover:,} B allocated in forward/backward outlived the step")
     return Measurement(
         weights=storage_bytes(params),
-        gradients=storage_bytes(p.grad for p in trainable),
+        gradients=storage_bytes(_grad(p) for p in trainable),
         master_weights=storage_bytes(master),
         optimizer_states=storage_bytes(states),
         optimizer_step_counters=counters,

@@ -63,9 +63,19 @@ class LiveTracker(TorchDispatchMode):
         if key in self._known:
             return
         self._known.add(key)
-        self._refs.append(
-            weakref.ref(t.untyped_storage(), lambda _r, k=key: self._known.discard(k))
-        )
+        self._refs.append(weakref.ref(t.untyped_storage(), self._forget(key)))
+
+    def _forget(self, key: int) -> Callable[[Any], None]:
+        def callback(_ref: Any) -> None:
+            self._known.discard(key)
+
+        return callback
+
+    def _on_free(self, key: int) -> Callable[[Any], None]:
+        def callback(_ref: Any) -> None:
+            self._freed(key)
+
+        return callback
 
     def reset_peak(self) -> None:
         """Start a new peak window (the live set carries over)."""
@@ -91,7 +101,7 @@ class LiveTracker(TorchDispatchMode):
         nbytes = storage.nbytes()
         cls = self.classify(t, self.phase)
         self.live[key] = (nbytes, cls)
-        self._refs.append(weakref.ref(storage, lambda _r, k=key: self._freed(k)))
+        self._refs.append(weakref.ref(storage, self._on_free(key)))
         self.current += nbytes
         self.by_class[cls] += nbytes
         if self.by_class[cls] > self.class_peak[cls]:
