@@ -147,6 +147,73 @@ async def test_model_picker_searches_the_catalog_and_loads_a_config(tmp_path: Pa
         assert app.screen is screen and screen.plan.model.name == str(path)
 
 
+async def test_model_picker_survives_a_300_character_entry_and_takes_a_bare_count() -> None:
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("slash")
+        await pilot.pause()
+        app.screen.query_one(Input).value = "x" * 300  # OSError 36: file name too long
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "cannot read it" in text_of(app))
+        assert app.is_running and screen.plan.model == llama_plan().model
+        app.screen.query_one(Input).value = "13B"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert screen.plan.model.parameters == 13_000_000_000
+
+
+async def test_picking_a_model_the_lora_targets_miss_keeps_the_plan() -> None:
+    plan = llama_plan().model_copy(
+        update={"method": Method.lora, "lora_targets": ("q_proj", "v_proj")}
+    )
+    app = make_app(plan)
+    seen: list[str] = []
+    original = app.notify
+    app.notify = lambda message, *a, **k: (seen.append(message), original(message, *a, **k))  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("slash")
+        await pilot.pause()
+        app.screen.query_one(Input).value = "openai-community/gpt2"  # c_attn, no q_proj
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is screen and bool(seen))
+        assert app.is_running
+        assert screen.plan == plan
+        assert any("kept meta-llama/Llama-2-7b-hf" in m for m in seen)
+
+
+async def test_a_plan_the_estimator_rejects_keeps_the_previous_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memtui.ui import screen as screen_module
+
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        real = screen_module.estimate
+
+        def picky(plan: Any) -> Any:
+            if plan.micro_batch > 1:
+                raise ValueError("no such micro-batch here")
+            return real(plan)
+
+        monkeypatch.setattr(screen_module, "estimate", picky)
+        await pilot.press("plus")
+        await pilot.pause()
+        assert app.is_running and screen.plan.micro_batch == 1
+        assert screen.report is not None
+        assert screen.report.budget == real(llama_plan()).budget
+
+
+def test_plan_file_with_an_overlong_ref_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "long.toml"
+    bad.write_text(f'[model]\nref = "{"y" * 300}"\n')
+    with pytest.raises(UsageError, match="cannot read it"):
+        load_plan(bad)
+    assert main(["--plan", str(bad)]) == 2
+
+
 # -- entry point ----------------------------------------------------------------------
 
 

@@ -85,6 +85,14 @@ def load_model(ref: str) -> ModelSpec:
     text = ref.strip()
     if not text:
         raise ModelConfigError("--model is empty: give a catalog id, a config.json or a folder")
+    try:
+        return _load(text)
+    except OSError as err:  # e.g. ENAMETOOLONG from a 300-character "path"
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ModelConfigError(f"{shown}: cannot read it ({err.strerror or err})") from None
+
+
+def _load(text: str) -> ModelSpec:
     path = Path(text).expanduser()
     if path.is_dir():
         config = path / "config.json"

@@ -1,6 +1,7 @@
-"""The model picker: search the catalog, or type a config.json path, a model folder or a cached
-Hugging Face repo id. Loading reads files (a config.json, the HF cache), so it runs in a
-thread worker and the screen keeps answering keys; a problem shows as one line in the picker.
+"""The model picker: search the catalog, or type a config.json path, a model folder, a cached
+Hugging Face repo id or a bare parameter count ("13B"). Loading reads files (a config.json,
+the HF cache), so it runs in a thread worker and the screen keeps answering keys; any problem
+shows as one line in the picker, never a crash.
 Dismisses with the chosen `ModelSpec`, or None on escape.
 """
 
@@ -19,7 +20,15 @@ from textual.widgets.option_list import Option
 from memtui.estimator import ModelSpec
 from memtui.estimator.catalog import find, lookup
 from memtui.estimator.configs import ModelConfigError
-from memtui.estimator.units import format_count
+from memtui.estimator.units import format_count, parse_count
+
+
+def _bare_count(text: str) -> int | None:
+    """`text` as a parameter count ("13B", "6.7e9"), or None if it is not one."""
+    try:
+        return parse_count(text)
+    except ValueError:
+        return None
 
 
 class ModelPicker(ModalScreen["ModelSpec | None"]):
@@ -44,8 +53,10 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("Model: search the catalog, or a config.json path / folder / repo id")
-            yield Input(placeholder="llama 8b, ./config.json, org/name", id="picker-input")
+            yield Static(
+                "Model: search the catalog, or a config.json path / folder / repo id / count"
+            )
+            yield Input(placeholder="llama 8b, ./config.json, org/name, 13B", id="picker-input")
             yield OptionList(id="picker-list")
             yield Static("", id="picker-error")
 
@@ -70,7 +81,12 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
     def _submit(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         options = self.query_one(OptionList)
-        looks_like_ref = "/" in text or text.endswith(".json") or lookup(text) is not None
+        looks_like_ref = (
+            "/" in text
+            or text.endswith(".json")
+            or lookup(text) is not None
+            or _bare_count(text) is not None
+        )
         if text and (looks_like_ref or not options.option_count):
             self._load(text)
         elif options.highlighted is not None:
@@ -86,12 +102,17 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
 
     @work(thread=True, exclusive=True, group="load-model")
     def _load(self, ref: str) -> None:
+        from memtui.commands.plan_flags import one_line
         from memtui.estimator.model_source import load_model
 
+        spec: ModelSpec | str
         try:
-            spec: ModelSpec | str = load_model(ref)
+            count = _bare_count(ref) if lookup(ref) is None else None
+            spec = ModelSpec.from_parameters(count) if count is not None else load_model(ref)
         except ModelConfigError as err:
             spec = str(err)
+        except Exception as err:  # any failure is the picker's error line
+            spec = f"cannot load {ref[:60]!r}: {one_line(err)}"
         self.app.call_from_thread(self._loaded, spec)
 
     def _loaded(self, result: ModelSpec | str) -> None:

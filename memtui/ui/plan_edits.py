@@ -19,6 +19,7 @@ from memtui.estimator import (
     Attention,
     Checkpointing,
     Method,
+    ModelSpec,
     Offload,
     Optimizer,
     Plan,
@@ -35,8 +36,16 @@ class PlanEditError(ValueError):
 
 
 def _validated(plan: Plan, update: dict[str, Any]) -> Plan:
-    # model_copy skips validation; rebuilding through the constructor runs every validator
-    return Plan(**{**plan.model_dump(), **update, "model": plan.model})
+    # model_copy skips validation; rebuilding through the constructor runs every validator,
+    # and trainable_tensors the check plan_from_args adds (LoRA targets the model lacks)
+    from memtui.estimator.state import trainable_tensors
+
+    new = Plan(**{**plan.model_dump(), **update, "model": plan.model})
+    if new.method is not Method.full and (
+        new.method is not plan.method or new.lora_targets != plan.lora_targets
+    ):
+        trainable_tensors(new)
+    return new
 
 
 def _with_hardware(plan: Plan, **fields: Any) -> Plan:
@@ -211,6 +220,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
+
+
+def with_model(plan: Plan, model: ModelSpec) -> Plan:
+    """The plan with another model, validated as `plan_from_args` does (e.g. LoRA targets that
+    name no module of the new model); raises PlanEditError with one line."""
+    from memtui.estimator.state import trainable_tensors
+
+    try:
+        new = Plan(**{**plan.model_dump(), "model": model})
+        if new.method is not Method.full:
+            trainable_tensors(new)  # surfaces a LoRA target that matches nothing
+    except (ValidationError, ValueError) as err:
+        raise PlanEditError(_one_line(err)) from None
+    return new
 
 
 def step(plan: Plan, key: str, direction: int = 1) -> Plan:

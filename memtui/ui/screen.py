@@ -161,16 +161,25 @@ class DashboardScreen(Screen[None]):
 
     # -- plan -> report -> widgets -------------------------------------------------
 
-    def watch_plan(self) -> None:
-        self._recompute()
+    def watch_plan(self, old: Plan, new: Plan) -> None:
+        self._recompute(previous=old)
 
     def watch_unit(self) -> None:
         self._push_plan()
         self._push_telemetry()
 
-    def _recompute(self) -> None:
+    def _recompute(self, previous: Plan | None = None) -> None:
         # the one place the UI calls the estimator (not a compute_ method: DESIGN.md 7.5)
-        self.report = estimate(self.plan)
+        try:
+            self.report = estimate(self.plan)
+        except ValueError as err:
+            # a plan the estimator cannot size (a bug in a validator upstream): keep the last
+            # good one on screen and say why, never a traceback on the event loop
+            if previous is None or self.report is None:
+                raise
+            self.set_reactive(DashboardScreen.plan, previous)
+            self.notify(f"kept the previous plan: {err}", title="Not changed", severity="error")
+            return
         self._reclassify()
         self._push_plan()
         self._push_telemetry()
@@ -224,8 +233,13 @@ class DashboardScreen(Screen[None]):
 
     def action_pick_model(self) -> None:
         def chosen(spec: ModelSpec | None) -> None:
-            if spec is not None:
-                self.plan = self.plan.model_copy(update={"model": spec})
+            if spec is None:
+                return
+            try:
+                self.plan = plan_edits.with_model(self.plan, spec)
+            except plan_edits.PlanEditError as err:
+                self.notify(f"kept {self.plan.model.name}: {err}", title="Not changed",
+                            severity="warning")  # fmt: skip
 
         self.app.push_screen(ModelPicker(self.plan.model.name), chosen)
 
