@@ -215,3 +215,22 @@ async def test_enter_steps_a_setting_or_opens_the_picker_and_pages_scroll(
         await pilot.press("pageup")
         await pilot.pause()
         assert main.scroll_y == 0
+
+
+async def test_resizing_across_the_narrow_width_keeps_the_strategy_table(
+    replay_trace: Path,
+) -> None:
+    """120 -> 90 -> 120 columns: the strategy table on screen is filled at every width, with
+    no plan change in between (the table is never left empty until the next key)."""
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.snapshot is not None)
+        assert "shard-grad-op" in text_of(app)
+        for width in (90, 120, 80):
+            await pilot.resize_terminal(width, 40)
+            await wait_for(pilot, lambda: app.size.width == width)  # noqa: B023
+            await pilot.pause()
+            table = screen.strategy_table
+            assert table.display and table.view is not None, width
+            assert "shard-grad-op" in text_of(app), width

@@ -114,13 +114,16 @@ class DashboardScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         # wide: settings and strategies on the left, GPUs, levers, processes on the right;
-        # narrow: `_apply_width` moves the strategy table under the GPUs
+        # narrow: the strategy table under the GPUs. CSS cannot move a widget between
+        # containers, so there is one table in each place and the `-narrow` class shows one;
+        # `_push_plan` feeds the one on screen (no remounting on resize: nothing to lose)
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield SettingsPanel(id="settings")
                 yield StrategyTable(id="strategies")
             with VerticalScroll(id="main", can_focus=False):
                 yield GpuPanel(id="gpus")
+                yield StrategyTable(id="strategies-narrow")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
                 yield ProcessTable(id="processes")
@@ -142,22 +145,19 @@ class DashboardScreen(Screen[None]):
 
     def _apply_width(self, width: int) -> None:
         narrow = width < NARROW_BELOW
-        moved = narrow != self.has_class("-narrow")
         self.set_class(narrow, "-narrow")
-        if moved:
-            # CSS cannot move a widget between containers: mount a fresh table where it goes
-            self.query_one(StrategyTable).remove()
-            table = StrategyTable(id="strategies")
-            if narrow:
-                self.query_one("#main").mount(table, after=self.query_one(GpuPanel))
-            else:
-                self.query_one("#left").mount(table)
         self.query_one(SettingsPanel).narrow = narrow
         self.query_one(GpuPanel).narrow = narrow
         for row in self.query("GpuRow"):
             row.narrow = narrow  # type: ignore[attr-defined]
         if self.report is not None:
             self._push_plan()
+
+    @property
+    def strategy_table(self) -> StrategyTable:
+        """The strategy table on screen: beside the settings, or under the GPUs when narrow."""
+        table_id = "#strategies-narrow" if self.has_class("-narrow") else "#strategies"
+        return self.query_one(table_id, StrategyTable)
 
     # -- plan -> report -> widgets -------------------------------------------------
 
@@ -190,7 +190,7 @@ class DashboardScreen(Screen[None]):
             return
         narrow = self.has_class("-narrow")
         self.query_one(SettingsPanel).plan = self.plan
-        self.query_one(StrategyTable).view = StrategyView(report, self.plan.strategy, unit)
+        self.strategy_table.view = StrategyView(report, self.plan.strategy, unit)
         self.query_one(LeverList).view = LeverView(report.levers, unit, narrow)
         self.query_one(CommunicationLine).view = CommunicationView(report.communication, unit)
 
