@@ -251,6 +251,27 @@ def test_replay_flag_and_usage_errors(tmp_path: Path) -> None:
     assert main(["--demo", "--interval", "-1"]) == 2
 
 
+async def test_replay_fits_the_plan_to_the_traces_gpus(tmp_path: Path) -> None:
+    """4 x A100 40GB in the trace: the plan is sized to them (not the default 8 x 80 GB), so
+    Llama-2-7B full fine-tuning says DOES NOT FIT against 40 GB."""
+    from test_ui_support import write_trace
+
+    a100 = SyntheticSource(4, card="NVIDIA A100-SXM4-40GB", total_bytes=42_949_672_960, seed=0)
+    trace = write_trace(tmp_path / "a100.jsonl", [a100.poll()])
+    app = dashboard.build(_args("--replay", str(trace), "--interval", "3600"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        await pilot.pause()
+        assert screen.plan.hardware.gpus_per_node == 4
+        assert screen.plan.hardware.gpu_memory == 42_949_672_960
+        assert screen.plan.hardware.gpu_name == "NVIDIA A100-SXM4-40GB"
+        assert "DOES NOT FIT" in text_of(app)
+    # a flag wins over the trace
+    app = dashboard.build(_args("--replay", str(trace), "--gpus", "8"))
+    assert app._fit == frozenset({"memory"})
+
+
 def _has_nvml() -> bool:
     import ctypes
 

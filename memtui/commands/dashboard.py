@@ -75,6 +75,13 @@ def build(args: argparse.Namespace) -> Any:
     only = telemetry.parse_only(args.only)
     fit: set[str] = set()
     source: Any
+    if not args.demo:
+        # live or replay: size the plan to the GPUs seen, unless a flag or a plan file said
+        # (a demo node is built from the plan, so it already matches)
+        if base is None and args.gpus is None:
+            fit.add("gpus")
+        if base is None and args.gpu_memory is None:
+            fit.add("memory")
     if args.demo:
         source = _demo_source(plan, only, args.seed)
     elif args.replay:
@@ -82,11 +89,6 @@ def build(args: argparse.Namespace) -> Any:
             raise UsageError(f"--replay {args.replay}: no such file")
         source = telemetry.ReplaySource(args.replay, only=only)
     else:
-        # live: size the plan to the GPUs NVML finds, unless a flag or a plan file said
-        if base is None and args.gpus is None:
-            fit.add("gpus")
-        if base is None and args.gpu_memory is None:
-            fit.add("memory")
         source = telemetry.open_nvml(only, timeout_s=args.timeout)
     return make_app(
         plan,
