@@ -158,3 +158,34 @@ async def test_a_hung_driver_behind_the_timeout_guard_is_said_and_keys_still_wor
         inner.release.set()
         await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.ok)
         assert len(screen.snapshot.devices) == 8
+
+
+async def test_near_capacity_uses_warning_and_a_device_error_is_said(tmp_path: Path) -> None:
+    """Near capacity is $warning (over budget keeps $error); a GPU that answers but reports a
+    problem (not lost) shows it on its row."""
+    from rich.color import Color
+    from test_ui_support import segments_of
+
+    plan = llama_plan().model_copy(update={"strategy": Strategy.ddp})  # budget > the card
+    snap = demo_source(llama_plan()).poll()
+    devices = list(snap.devices)
+    total = devices[1].memory_total or 0
+    near = int(total * 0.97)
+    devices[1] = devices[1].model_copy(update={"memory_used": near, "memory_free": total - near})
+    devices[2] = devices[2].model_copy(update={"error": "MIG devices could not be listed"})
+    trace = write_trace(
+        tmp_path / "near.jsonl", [snap.model_copy(update={"devices": tuple(devices)})]
+    )
+    app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        await pilot.pause()
+        assert screen.statuses["1"] is RowStatus.NEAR_CAPACITY
+        assert "MIG devices could not be listed" in text_of(app)
+        warning = Color.parse(app.get_css_variables()["warning"])
+        error = Color.parse(app.get_css_variables()["error"])
+        words = [style for text, style in segments_of(app) if "NEAR CAPACITY" in text]
+        assert words and all(s.color is not None for s in words)
+        assert {s.color.triplet for s in words} == {warning.triplet}
+        assert warning.triplet != error.triplet

@@ -234,3 +234,18 @@ async def test_resizing_across_the_narrow_width_keeps_the_strategy_table(
             table = screen.strategy_table
             assert table.display and table.view is not None, width
             assert "shard-grad-op" in text_of(app), width
+
+
+async def test_plan_verdict_is_readable_at_100x30() -> None:
+    """DESIGN.md section 4: readable at 100x30, where the GPU pane is about 48 columns."""
+    from memtui.estimator import Plan
+
+    app = make_app(llama_plan(), None, plan_only_reason="no NVML here")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "FITS" in text_of(app)
+    big = Plan(model=llama_plan().model, strategy=Strategy.ddp)
+    app = make_app(big, None, plan_only_reason="no NVML here")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "DOES NOT FIT" in text_of(app)

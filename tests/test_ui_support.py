@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from textual.widget import Widget
 
 from memtui.estimator import Plan, estimate
 from memtui.estimator.model_source import load_model
@@ -86,6 +89,19 @@ def text_of(app: MemtuiApp) -> str:
     """The screen as plain text, as the terminal would show it."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+def segments_of(app: MemtuiApp) -> list[tuple[str, Any]]:
+    """The screen's segments as (text, rich Style or None), after the app's line filters."""
+    strips = app.screen._compositor.render_strips()
+    return [(seg.text, seg.style) for strip in strips for seg in strip]
+
+
+def region_text(app: MemtuiApp, widget: Widget) -> str:
+    """The text the terminal shows inside `widget`'s region."""
+    region = widget.region
+    lines = text_of(app).split("\n")[region.y : region.bottom]
+    return "\n".join(line[region.x : region.right] for line in lines)
 
 
 class BlockingSource:

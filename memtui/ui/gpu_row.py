@@ -36,7 +36,7 @@ _SHORT = {
 _STATUS_CLASS = {
     RowStatus.UNDER: "ok",
     RowStatus.OVER: "alert",
-    RowStatus.NEAR_CAPACITY: "alert",
+    RowStatus.NEAR_CAPACITY: "near",  # $warning: close to the card, not past the plan
     RowStatus.OVER_AND_NEAR: "alert",
     RowStatus.LOST: "lost",
     RowStatus.UNKNOWN: "dim",
@@ -70,6 +70,7 @@ class GpuRow(Widget):
         "gpu-row--mark",
         "gpu-row--ok",
         "gpu-row--alert",
+        "gpu-row--near",
         "gpu-row--lost",
         "gpu-row--dim",
         "gpu-row--label",
@@ -92,8 +93,11 @@ class GpuRow(Widget):
         self.set_class(narrow, "-narrow")
 
     def watch_data(self, data: RowData | None) -> None:
-        alert = bool(data and data.status and data.status.alert)
-        self.set_class(alert, "-alert")  # the mark on the row, beside the notification
+        status = data.status if data else None
+        near = status is RowStatus.NEAR_CAPACITY
+        # the mark on the row, beside the notification ($warning near capacity, else $error)
+        self.set_class(bool(status and status.alert), "-alert")
+        self.set_class(near, "-near")
 
     def _style(self, name: str) -> Style:
         # resolving a component style walks the CSS; cache per theme (a row draws ~20 spans)
@@ -118,7 +122,8 @@ class GpuRow(Widget):
         else:
             label = device.label if self.narrow else f"GPU {device.label}"
         head = Text.assemble((label.ljust(4 if self.narrow else 6), self._style("label")))
-        head.append(mark + " ", self._style("alert") if mark == "▲" else self._style("dim"))
+        mark_style = _STATUS_CLASS[status] if status and status.alert else "dim"
+        head.append(mark + " ", self._style(mark_style))
         numbers = self._numbers(data, used, scale, unit)
         if self.narrow:
             bar = render_bar(max(4, width - len(head) - len(numbers) - 1), scale,
@@ -142,12 +147,14 @@ class GpuRow(Widget):
             style = self._style("ok" if budget.fits else "alert")
             if self.narrow:
                 text.append(f"{num(budget.total, unit)}/{num(budget.capacity, unit)} {unit} ")
-            else:
-                text.append(
-                    f"budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
-                    f"  headroom {num(budget.headroom, unit)}  "
-                )
+                text.append(verdict, style)
+                return text
+            # the verdict first: on a narrow pane (100 columns) the numbers are cropped, not it
             text.append(verdict, style)
+            text.append(
+                f"  budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
+                f"  headroom {num(budget.headroom, unit)}"
+            )
             return text
         if device.lost:
             text.append(device.error or "lost", self._style("dim"))
@@ -159,9 +166,13 @@ class GpuRow(Widget):
         if self.narrow:
             text.append(f"{num(used, unit)}/{num(budget.total, unit)} {unit} ")
             text.append(_SHORT[status], word_style)
+            if device.error:  # a GPU that answers but with a problem (e.g. MIG unlisted)
+                text.append(f" ! {device.error}", self._style("near"))
             return text
         # the status first: on a narrow pane the numbers may be cropped, never the verdict
         text.append(status.value, word_style)
+        if device.error:  # said before the numbers, so a narrow pane still shows it
+            text.append(f"  ! {device.error}", self._style("near"))
         text.append(
             f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
             f"  peak {num(data.peak, unit)} {unit}  "

@@ -383,6 +383,6 @@ class DashboardScreen(Screen[None]):
                 f"used, budget {size(budget, self.unit)}, "
                 f"card {size(worst.memory_total, self.unit)}",
                 title="Memory alert",
-                severity="error",
+                severity="warning" if status is RowStatus.NEAR_CAPACITY else "error",
             )
         self.statuses = now
