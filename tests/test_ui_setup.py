@@ -325,3 +325,42 @@ def test_estimate_json_does_not_import_textual() -> None:
         "assert 'textual' not in sys.modules, 'textual imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_theme_switch_recolours_every_widget() -> None:
+    """After `t`, no widget keeps a colour of the dark theme that the light one changes."""
+    from test_ui_support import colours_in
+
+    from memtui.ui.gpu_panel import GpuPanel
+    from memtui.ui.lever_list import LeverList
+    from memtui.ui.status_line import StatusLine
+    from memtui.ui.strategy_table import StrategyTable
+    from memtui.ui.themes import load_themes
+
+    themes = {t.name: t for t in load_themes([REPO / "themes"]).themes}
+    light = themes["memtui-light"]
+    light_colours = {
+        str(getattr(light, name)).lower()
+        for name in ("primary", "secondary", "accent", "warning", "error", "success",
+                     "foreground", "background", "surface", "panel")
+    } | {str(c).lower() for c in light.variables.values()}  # fmt: skip
+    app = make_app(llama_plan(), plan_only_reason="no NVML here")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        widgets = [
+            app.screen.query_one("#strategies", StrategyTable),
+            app.screen.query_one(LeverList),
+            app.screen.query_one(StatusLine),
+            app.screen.query_one(GpuPanel).query_one("#legend"),
+        ]
+        # colours of the dark theme the light one does not have (dark's foreground is light's
+        # panel, the border colour, so that one is left out)
+        before = {w: colours_in(app, w) - light_colours for w in widgets}
+        assert all(before.values()), before
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.theme == light.name
+        for widget in widgets:
+            stale = colours_in(app, widget) & before[widget]
+            assert not stale, (widget, stale)

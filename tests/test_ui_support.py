@@ -97,6 +97,23 @@ def segments_of(app: MemtuiApp) -> list[tuple[str, Any]]:
     return [(seg.text, seg.style) for strip in strips for seg in strip]
 
 
+def colours_in(app: MemtuiApp, widget: Widget) -> set[str]:
+    """Foreground colours (#rrggbb) of the cells the terminal shows inside `widget`."""
+    region = widget.region
+    found: set[str] = set()
+    for y, strip in enumerate(app.screen._compositor.render_strips()):
+        if not region.y <= y < region.bottom:
+            continue
+        x = 0
+        for seg in strip:
+            end = x + len(seg.text)
+            if seg.style is not None and seg.style.color is not None and seg.text.strip():
+                if x < region.right and end > region.x:
+                    found.add(seg.style.color.get_truecolor().hex)
+            x = end
+    return found
+
+
 def region_text(app: MemtuiApp, widget: Widget) -> str:
     """The text the terminal shows inside `widget`'s region."""
     region = widget.region

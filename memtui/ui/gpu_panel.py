@@ -20,7 +20,7 @@ from memtui.ui.gpu_row import SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.view_widget import ViewWidget, redraw_on_theme_change
 
 _SHORT_LABELS = {
     "weights": "wts",
@@ -62,6 +62,9 @@ class GpuPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield ViewWidget(id="legend")
         yield GpuRow(id="plan-row")
+
+    def on_mount(self) -> None:
+        redraw_on_theme_change(self, self._draw)  # the legend's colours are resolved ahead
 
     def watch_narrow(self, narrow: bool) -> None:
         for row in self.query(GpuRow):

@@ -17,6 +17,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from memtui.telemetry import NodeSnapshot, SourceState
+from memtui.ui.view_widget import redraw_on_theme_change
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class StatusLine(Static):
 
     view: reactive[StatusView | None] = reactive(None)
     """Set by the screen after every poll and mode change."""
+
+    def on_mount(self) -> None:
+        redraw_on_theme_change(self, lambda: self.watch_view(self.view))
 
     def watch_view(self, view: StatusView | None) -> None:
         if view is None:

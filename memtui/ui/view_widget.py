@@ -7,8 +7,17 @@ section 6: under 50 ms) is why the tables and lines below derive from this class
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import RenderableType
+from textual.dom import DOMNode
 from textual.widget import Widget
+
+
+def redraw_on_theme_change(node: DOMNode, redraw: Callable[[], None]) -> None:
+    """Call `redraw` after every theme switch: widgets that build a renderable ahead of time
+    (with styles resolved from the theme) must build it again, or keep the old colours."""
+    node.app.theme_changed_signal.subscribe(node, lambda _theme: redraw())
 
 
 class ViewWidget(Widget):
@@ -27,6 +36,15 @@ class ViewWidget(Widget):
         relayout = lines != self._lines
         self._lines = lines
         self.refresh(layout=relayout)
+
+    def on_mount(self) -> None:
+        redraw_on_theme_change(self, self.redraw)
+
+    def redraw(self) -> None:
+        """Build the renderable again from the current view (subclasses with a `view`)."""
+        watch = getattr(self, "watch_view", None)
+        if watch is not None:
+            watch(getattr(self, "view", None))
 
     def render(self) -> RenderableType:
         return self._renderable
