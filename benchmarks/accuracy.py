@@ -155,9 +155,12 @@ What the measurement cannot see, and the estimator does not model (it would diff
   (GPT-2 rows: 4 bytes per token per norm, under 0.1 percent).
 
 Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formulas follow):
-- GPT-NeoX / Pythia: rotary on a fused projection, parallel residual and no dropout are not
-  modelled separately (it is counted as a GPT-2-style layer).
-- Phi-3: the measured step also keeps a separate copy of o_proj's input (CPU), not modelled.
+- GPT-NeoX / Pythia and Phi-3 (flash rows): on CPU o_proj's input is a copy of the attention
+  output (qw per token per layer). CPU's flash kernel lays its output out like the query, and
+  after a partial-rotary `cat` the query is (b, a, s, d)-contiguous, so transformers'
+  transpose + contiguous copies it; CUDA's flash kernels return a (b, s, a, d) layout that
+  needs no copy, so the estimator counts none. GPT-NeoX with eager attention is not modelled
+  (its eager path differs from LLaMA's and GPT-2's).
 - Eager attention with full checkpointing keeps the causal mask(s) of shape (b, 1, s, s) as
   layer inputs; a second (sliding-window) mask of Gemma 2 is not modelled.
 - Falcon is not in the table: on CPU its SDPA call gets a mask and falls back to the math

@@ -38,6 +38,12 @@ SOFTCAP = frozenset({"gemma2"})
 # which is fc_out's input = 0 (OPT).
 PLAIN_ACTIVATION_SAVES = {"gpt2": 4, "opt": 0}
 DEFAULT_PLAIN_ACTIVATION_SAVES = 1
+# GPT-NeoX (Pythia): rotary on a fused, per-head interleaved query_key_value, no dropout by
+# default (hidden_dropout = attention_dropout = 0), and a parallel residual whose two
+# LayerNorms read the same input (modeling_gpt_neox.py GPTNeoXLayer, GPTNeoXAttention).
+ROTARY_PLAIN = frozenset({"gpt_neox"})
+NO_DROPOUT_PLAIN = frozenset({"gpt_neox"})
+PARALLEL_RESIDUAL = frozenset({"gpt_neox"})
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def _attention_core(arch: Architecture, attention: Attention, fused: bool) -> li
     # at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
     # and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid
     # out (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it.
-    if fused and arch.mlp_kind != "plain":
+    if fused and (arch.mlp_kind != "plain" or arch.model_type in ROTARY_PLAIN):
         # A fused qkv_proj (Phi-3): rotary makes new q and k, but v stays a view of the
         # projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
@@ -140,8 +146,9 @@ def _mlp(arch: Architecture) -> list[Saved]:
         return [
             *saved,
             Saved("activation output (fc_out input)", per_token=f, for_weights=_w("fc_out")),
-            Saved("MLP dropout mask", per_token=h, dtype=MASK),
-        ]
+            *([] if arch.model_type in NO_DROPOUT_PLAIN else [
+                Saved("MLP dropout mask", per_token=h, dtype=MASK)]),
+        ]  # fmt: skip
     if arch.moe_layer_count:
         return _moe_mlp(arch)
     # LlamaMLP: down(act(gate(x)) * up(x)). gate and up keep x; SiLU keeps its input (the gate
@@ -206,7 +213,7 @@ def _attention_parts(
         upto += _attention_core(arch, attention, fused=plain or arch.fused_qkv)
         if attention is Attention.eager:
             after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
-    if plain:
+    if plain and arch.model_type not in NO_DROPOUT_PLAIN:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
     return upto, after
 
@@ -218,7 +225,10 @@ def _layer_parts(
     h = arch.hidden_size
     upto, after = _attention_parts(arch, attention, checkpointing is Checkpointing.selective)
     extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
-    after += _norm(arch, "MLP norm", h)
+    mlp_norm = _norm(arch, "MLP norm", h)
+    if arch.model_type in PARALLEL_RESIDUAL:  # its input is the attention norm's input
+        mlp_norm = [item for item in mlp_norm if not item.what.endswith("input")]
+    after += mlp_norm
     if extra_norms:
         after += _norm(arch, "extra norms", h, count=extra_norms)
     return [*_norm(arch, "attention norm", h), *upto], [*after, *_mlp(arch)]
@@ -327,7 +337,10 @@ def _tail(arch: Architecture) -> tuple[list[Saved], list[Saved]]:
     # The batch's token ids: held by the training loop (the embedding keeps them too).
     kept = [Saved("token ids", per_token=1, dtype=INT64)]
     if arch.mlp_kind == "plain":
-        kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
+        if arch.model_type not in NO_DROPOUT_PLAIN:
+            kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
+        if arch.model_type in ROTARY_PLAIN:  # cos and sin per position (rotary dims <= d)
+            kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
     else:
         # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the activation dtype, built
         # once per forward from position ids of shape (1, s) and kept by every layer's rotary.

@@ -58,6 +58,12 @@ def measure(
     `fake` None picks a real CPU step below REAL_STEP_MAX_PARAMETERS, FakeTensorMode above.
     """
     plan, notes = as_torch_runs(plan)
+    if plan.hardware.gpus > 1 or plan.tp > 1:
+        notes.append(
+            f"the plan's {plan.strategy.value} over {plan.hardware.gpus} GPUs is measured and "
+            "estimated as one process (one GPU, unsharded); sharding divides the static terms "
+            "as `memtui estimate` shows"
+        )
     if fake is None:
         fake = plan.model.parameters > REAL_STEP_MAX_PARAMETERS
     m = measure_step(config if config is not None else config_dict(ref), plan, fake=fake)
