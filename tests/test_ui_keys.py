@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fake_nvml.harness import node
+from rich.console import Console
 from test_ui_support import (
     budget_total,
     demo_source,
@@ -17,12 +18,25 @@ from test_ui_support import (
     wait_for,
     write_trace,
 )
+from textual.binding import Binding
 
 from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
 from memtui.telemetry import NvmlSource, ReplaySource
 from memtui.ui import make_app
 from memtui.ui.gpu_panel import GpuPanel
 from memtui.ui.settings_panel import SettingsPanel
+
+
+def help_text(app: Any) -> str:
+    """The text of the help panel's key table, rendered whole (not cropped to the screen)."""
+    from textual.widgets import HelpPanel
+    from textual.widgets._key_panel import BindingsTable
+
+    table = app.screen.query_one(HelpPanel).query_one(BindingsTable)
+    console = Console(width=200, record=True, file=__import__("io").StringIO())
+    console.print(table.render_bindings_table())
+    return console.export_text()
+
 
 # (key, what it changes, the value before, the value after one press) from the default plan
 PLAN_KEYS: list[tuple[str, Any, Any, Any]] = [
@@ -80,7 +94,40 @@ async def test_minus_and_shift_a_step_down(replay_trace: Path) -> None:
         assert screen.plan.micro_batch == 1
 
 
+#: Plan fields deliberately without a settings row, and why.
+NOT_SETTINGS: dict[str, str] = {}
+
+
+def _plan_fields() -> set[str]:
+    """Every input of the estimator, dotted for the nested models."""
+    from memtui.estimator.plan import Hardware, OverheadSettings, Plan
+
+    top = set(Plan.model_fields) - {"hardware", "overhead"}
+    return (
+        top
+        | {f"hardware.{f}" for f in Hardware.model_fields}
+        | {f"overhead.{f}" for f in OverheadSettings.model_fields}
+    )
+
+
+def _field_value(plan: Any, dotted: str) -> Any:
+    value = plan
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def test_settings_rows_cover_every_plan_field() -> None:
+    from memtui.ui.plan_edits import SETTINGS
+
+    covered = {f for s in SETTINGS for f in s.edits}
+    assert covered | set(NOT_SETTINGS) == _plan_fields()
+    assert not covered & set(NOT_SETTINGS)
+
+
 async def test_settings_rows_reach_every_plan_input(replay_trace: Path) -> None:
+    from test_ui_support import region_text
+
     from memtui.ui.plan_edits import SETTINGS
 
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
@@ -90,10 +137,17 @@ async def test_settings_rows_reach_every_plan_input(replay_trace: Path) -> None:
         assert panel.has_focus
         for index, setting in enumerate(SETTINGS):
             assert panel.current_key == setting.key
+            await pilot.pause()
+            assert f"▶ {setting.label}" in region_text(app, panel), setting.key  # on screen
             if setting.step is not None:
                 before = screen.plan
                 await pilot.press("right")
-                assert screen.plan != before, setting.key
+                # the row moves the very Plan field(s) it names
+                now = screen.plan
+                changed = [
+                    f for f in setting.edits if _field_value(now, f) != _field_value(before, f)
+                ]
+                assert changed, setting.key
                 await pilot.press("left")
                 assert setting.show(screen.plan) == setting.show(before), setting.key
             if index < len(SETTINGS) - 1:
@@ -125,10 +179,14 @@ async def test_theme_help_and_quit_keys(replay_trace: Path) -> None:
         assert app.theme == "memtui-dark"
         await pilot.press("question_mark")
         await pilot.pause()
-        assert app.screen.query("HelpPanel")
-        keys = text_of(app)
-        for description in ("Strategy", "Optimizer", "Method", "Precision", "Flash", "Theme"):
-            assert description in keys
+        # the help panel's own text (the footer shows some of the same words): every key of
+        # the screen and the app, the ones hidden from the footer too
+        keys = help_text(app)
+        screen = screen_of(app)
+        for binding in [*screen.BINDINGS, *app.BINDINGS]:
+            assert isinstance(binding, Binding)
+            assert binding.description in keys, binding
+        assert "Accum+" in keys and "GPUs-" in keys  # show=False: not in the footer
         await pilot.press("question_mark")
         await pilot.pause()
         assert not app.screen.query("HelpPanel")
@@ -249,3 +307,22 @@ async def test_plan_verdict_is_readable_at_100x30() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert "DOES NOT FIT" in text_of(app)
+
+
+@pytest.mark.parametrize(
+    ("width", "wanted"),
+    [
+        (80, ("t Theme", "? Keys", "q Quit")),
+        (120, ("? Keys", "q Quit", "/ Model", "w Save", "r Poll")),
+    ],
+)
+async def test_footer_shows_the_app_keys_first(
+    replay_trace: Path, width: int, wanted: tuple[str, ...]
+) -> None:
+    app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause()
+        footer = text_of(app).splitlines()[-1]
+        for key in wanted:
+            assert key in footer, (key, footer)
+        assert "Accum" not in footer  # secondary keys: listed by `?`, not in the footer

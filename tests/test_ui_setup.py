@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ui_support import llama_plan, screen_of, text_of, wait_for
+from test_ui_support import llama_plan, screen_of, segments_of, text_of, wait_for
 from textual.widgets import Input
 
 from memtui.cli import build_parser, main
@@ -84,6 +84,14 @@ async def test_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.no_color
+        # what reaches the terminal carries no hue: Textual's NO_COLOR filter (Monochrome on a
+        # truecolor terminal) leaves greys only, on every segment, foreground and background
+        for text, style in segments_of(app):
+            for colour in (style.color, style.bgcolor) if style is not None else ():
+                if colour is None:
+                    continue
+                r, g, b = colour.get_truecolor()
+                assert max(r, g, b) - min(r, g, b) <= 2, (text, colour)
         screen = text_of(app)
         # without colour the verdict and the bar still read: words and distinct glyphs
         assert "FITS" in screen and "░" in screen and "│" in screen and "plan-only" in screen

@@ -107,9 +107,10 @@ def colours_in(app: MemtuiApp, widget: Widget) -> set[str]:
         x = 0
         for seg in strip:
             end = x + len(seg.text)
-            if seg.style is not None and seg.style.color is not None and seg.text.strip():
-                if x < region.right and end > region.x:
-                    found.add(seg.style.color.get_truecolor().hex)
+            style = seg.style
+            visible = seg.text.strip() and x < region.right and end > region.x
+            if visible and style is not None and style.color is not None:
+                found.add(style.color.get_truecolor().hex)
             x = end
     return found
 

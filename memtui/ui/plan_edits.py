@@ -96,6 +96,13 @@ class Setting:
     show: Callable[[Plan], str]
     step: Callable[[Plan, int], Plan] | None
     """None for settings edited elsewhere (the model picker)."""
+    fields: tuple[str, ...] = ()
+    """The Plan fields it edits, dotted for nested ones ("hardware.nodes"); default (key,)."""
+
+    @property
+    def edits(self) -> tuple[str, ...]:
+        """`fields`, or the key itself when it is a top-level Plan field."""
+        return self.fields or (self.key,)
 
 
 def _enum_setting(key: str, label: str, enum: type[Enum]) -> Setting:
@@ -158,7 +165,7 @@ def _link_setting(key: str, label: str, presets: dict[str, float]) -> Setting:
         name = next((n for n, v in presets.items() if v == getattr(p.hardware, key)), None)
         return _cycle(names, name, d, lambda n: _with_hardware(p, **{key: presets[n]}))
 
-    return Setting(key, label, show, step)
+    return Setting(key, label, show, step, (f"hardware.{key}",))
 
 
 def _hardware_int(key: str, label: str) -> Setting:
@@ -172,7 +179,7 @@ def _hardware_int(key: str, label: str) -> Setting:
         except (ValidationError, ValueError) as err:
             raise PlanEditError(_one_line(err)) from None
 
-    return Setting(key, label, lambda p: str(getattr(p.hardware, key)), step)
+    return Setting(key, label, lambda p: str(getattr(p.hardware, key)), step, (f"hardware.{key}",))
 
 
 def _targets_step(p: Plan, d: int) -> Plan:
@@ -185,25 +192,87 @@ def _overhead_step(p: Plan, d: int) -> Plan:
     return _validated(p, {"overhead": type(p.overhead)(**overhead.model_dump())})
 
 
+def _ladder_setting(
+    key: str,
+    label: str,
+    values: Sequence[Any],
+    show: Callable[[Any], str],
+    overhead: bool = False,
+) -> Setting:
+    """A setting stepped along a fixed list of values (no wrap); `overhead`: a field of
+    `plan.overhead` rather than of the plan."""
+
+    def get(p: Plan) -> Any:
+        return getattr(p.overhead if overhead else p, key)
+
+    def build(p: Plan, value: Any) -> Plan:
+        if not overhead:
+            return _validated(p, {key: value})
+        settings = type(p.overhead)(**{**p.overhead.model_dump(), key: value})
+        return _validated(p, {"overhead": settings})
+
+    def step(p: Plan, d: int) -> Plan:
+        current = get(p)
+        end = PlanEditError(f"{label} is already at its {'largest' if d > 0 else 'smallest'}")
+        if current in values:
+            index = values.index(current) + d
+            if not 0 <= index < len(values):
+                raise end
+            new = values[index]
+        else:  # a value from a flag or a file: the nearest rung in that direction
+            ahead = [v for v in values if v is not None and (v > current if d > 0 else v < current)]
+            if not ahead:
+                raise end
+            new = ahead[0] if d > 0 else ahead[-1]
+        try:
+            return build(p, new)
+        except (ValidationError, ValueError) as err:
+            raise PlanEditError(_one_line(err)) from None
+
+    fields = (f"overhead.{key}",) if overhead else (key,)
+    return Setting(key, label, lambda p: show(get(p)), step, fields)
+
+
+def _bytes_text(value: int) -> str:
+    return f"{value / 2**30:g} GiB" if value >= 2**30 else f"{value / 2**20:g} MiB"
+
+
+_MiB = 2**20
+
+
 def _model_text(p: Plan) -> str:
     return f"{p.model.name} ({format_count(p.model.parameters)})"
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("model", "Model", _model_text, None),
+    Setting("model", "Model", _model_text, None, ("model",)),
     _hardware_int("gpus_per_node", "GPUs/node"),
     _hardware_int("nodes", "Nodes"),
-    Setting("gpu", "GPU", lambda p: p.hardware.gpu_name, _gpu_step),
+    Setting(
+        "gpu",
+        "GPU",
+        lambda p: p.hardware.gpu_name,
+        _gpu_step,
+        ("hardware.gpu_name", "hardware.gpu_memory"),
+    ),
     _link_setting("intra_node_bandwidth", "Intra-node", INTRA_NODE),
     _link_setting("inter_node_bandwidth", "Inter-node", INTER_NODE),
     _enum_setting("method", "Method", Method),
     _int_setting("lora_rank", "LoRA rank", _POWERS),
     Setting("lora_targets", "LoRA targets", lambda p: ",".join(p.lora_targets), _targets_step),
+    _ladder_setting(
+        "lora_fraction",
+        "LoRA fraction",
+        (None, 0.005, 0.01, 0.025, 0.05, 0.1),
+        lambda v: "from rank" if v is None else f"{v:.1%}",
+    ),
     _toggle("qlora_double_quant", "QLoRA 2x quant"),
+    _toggle("qlora_upcast", "QLoRA upcast"),
     _enum_setting("precision", "Precision", Precision),
     _toggle("fp32_grad_buffer", "fp32 grad buf"),
     _enum_setting("optimizer", "Optimizer", Optimizer),
     _enum_setting("optimizer_state_dtype", "Opt. state", StateDtype),
+    _int_setting("optimizer_block_size", "8-bit block", [2**k for k in range(4, 13)]),
     _enum_setting("strategy", "Strategy", Strategy),
     _enum_setting("offload", "Offload", Offload),
     _int_setting("micro_batch", "Micro-batch"),
@@ -217,6 +286,28 @@ SETTINGS: tuple[Setting, ...] = (
         "Overhead",
         lambda p: "CUDA+NCCL+frag" if p.overhead.enabled else "none",
         _overhead_step,
+        ("overhead.enabled",),
+    ),
+    _ladder_setting(
+        "cuda_context",
+        "CUDA context",
+        tuple(m * _MiB for m in (0, 256, 384, 512, 768, 1024, 1536, 2048)),
+        _bytes_text,
+        overhead=True,
+    ),
+    _ladder_setting(
+        "nccl",
+        "NCCL buffers",
+        tuple(m * _MiB for m in (0, 256, 512, 1024, 2048, 4096)),
+        _bytes_text,
+        overhead=True,
+    ),
+    _ladder_setting(
+        "fragmentation",
+        "Fragmentation",
+        (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2),
+        lambda v: f"{v:.0%}",
+        overhead=True,
     ),
 )
 BY_KEY = {s.key: s for s in SETTINGS}

@@ -44,6 +44,11 @@ from memtui.ui.units import UNITS, size
 NARROW_BELOW = 100
 
 
+#: Footer groups: one description for a key pair ("+- mb"), so the footer fits 120 columns.
+_MB = Binding.Group("batch", compact=True)
+_SEQ = Binding.Group("seq", compact=True)
+
+
 def _step(key: str, direction: int = 1) -> str:
     return f"step('{key}', {direction})"
 
@@ -52,25 +57,29 @@ class DashboardScreen(Screen[None]):
     """Settings, GPU bars, strategies, levers, communication, processes, status."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # the app-wide keys first: the footer lists bindings in order and crops the rest
+        Binding("t", "app.next_theme", "Theme", id="theme"),
+        Binding("question_mark", "app.toggle_help", "Keys", id="help"),
+        Binding("q", "app.quit", "Quit", id="quit"),
         Binding("s", _step("strategy"), "Strategy", id="strategy"),
-        Binding("o", _step("optimizer"), "Optimizer", id="optimizer"),
+        Binding("o", _step("optimizer"), "Optim", id="optimizer", tooltip="next optimizer"),
         Binding("m", _step("method"), "Method", id="method"),
-        Binding("p", _step("precision"), "Precision", id="precision"),
+        Binding("p", _step("precision"), "Prec", id="precision", tooltip="next precision"),
         Binding("f", _step("attention"), "Flash", id="flash"),
         Binding("c", _step("checkpointing"), "Ckpt", id="checkpointing"),
-        Binding("plus,equals_sign", _step("micro_batch"), "+mb", id="micro-batch-up"),
-        Binding("minus", _step("micro_batch", -1), "-mb", id="micro-batch-down"),
-        Binding("right_square_bracket", _step("seq_len"), "Seq+", id="seq-up"),
-        Binding("left_square_bracket", _step("seq_len", -1), "Seq-", id="seq-down"),
-        Binding("g", _step("gpus_per_node"), "GPUs+", id="gpus-up"),
-        Binding("G", _step("gpus_per_node", -1), "GPUs-", id="gpus-down"),
-        Binding("k", _step("gpu"), "Card", id="card"),
-        Binding("a", _step("grad_accum"), "Accum+", id="accum-up"),
-        Binding("A", _step("grad_accum", -1), "Accum-", id="accum-down"),
+        Binding("plus,equals_sign", _step("micro_batch"), "+mb", id="micro-batch-up", group=_MB),
+        Binding("minus", _step("micro_batch", -1), "-mb", id="micro-batch-down", group=_MB),
+        Binding("right_square_bracket", _step("seq_len"), "Seq+", id="seq-up", group=_SEQ),
+        Binding("left_square_bracket", _step("seq_len", -1), "Seq-", id="seq-down", group=_SEQ),
+        Binding("g", _step("gpus_per_node"), "GPUs+", id="gpus-up", show=False),
+        Binding("G", _step("gpus_per_node", -1), "GPUs-", id="gpus-down", show=False),
+        Binding("k", _step("gpu"), "Card", id="card", show=False),
+        Binding("a", _step("grad_accum"), "Accum+", id="accum-up", show=False),
+        Binding("A", _step("grad_accum", -1), "Accum-", id="accum-down", show=False),
         Binding("slash", "pick_model", "Model", id="model"),
-        Binding("u", "toggle_unit", "GB/GiB", id="unit"),
-        Binding("w", "save_plan", "Save plan", id="save"),
-        Binding("r", "poll_now", "Refresh", id="refresh"),
+        Binding("u", "toggle_unit", "Unit", id="unit", tooltip="GB (10^9) or GiB (2^30)"),
+        Binding("w", "save_plan", "Save", id="save", tooltip="save the plan as TOML"),
+        Binding("r", "poll_now", "Poll", id="refresh", tooltip="poll telemetry now"),
         Binding("pageup", "scroll_main(-1)", "Scroll up", id="scroll-up", show=False),
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
     ]

@@ -21,6 +21,7 @@ from memtui.ui.plan_edits import SETTINGS
 
 _SUMMARY = ("method", "precision", "optimizer", "strategy", "micro_batch", "seq_len",
             "attention", "checkpointing")  # fmt: skip
+_SUMMARY_LABELS = {"micro_batch": "mb", "seq_len": "seq"}
 
 
 class SettingsPanel(Widget, can_focus=True):
@@ -71,7 +72,12 @@ class SettingsPanel(Widget, can_focus=True):
         width = max(10, self.size.width)
         if self.narrow:
             by_key = {s.key: s for s in SETTINGS}
-            summary = " · ".join(by_key[k].show(plan) for k in _SUMMARY)
+            # numbers get a short label (a bare "1 · 4,096" says nothing); names say themselves
+            summary = " · ".join(
+                f"{_SUMMARY_LABELS[k]} {by_key[k].show(plan)}" if k in _SUMMARY_LABELS
+                else by_key[k].show(plan)
+                for k in _SUMMARY
+            )  # fmt: skip
             chosen = SETTINGS[self.cursor]
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(
@@ -85,7 +91,11 @@ class SettingsPanel(Widget, can_focus=True):
             return text
         lines = Text(no_wrap=True, overflow="ellipsis")
         label_width = max(len(s.label) for s in SETTINGS) + 1
-        for i, setting in enumerate(SETTINGS):
+        # more rows than lines (100x30): a window that keeps the cursor row on screen
+        height = max(1, self.size.height)
+        first = min(max(0, self.cursor - height // 2), max(0, len(SETTINGS) - height))
+        shown = list(enumerate(SETTINGS))[first : first + height]
+        for i, setting in shown:
             mine = i == self.cursor
             line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
             line.append(setting.show(plan))
@@ -93,6 +103,6 @@ class SettingsPanel(Widget, can_focus=True):
                 line.stylize(cursor_style)
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
-            if i < len(SETTINGS) - 1:
+            if i < shown[-1][0]:
                 lines.append("\n")
         return lines
