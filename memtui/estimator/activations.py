@@ -281,12 +281,9 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
 
 
 def _weight_gradient_elements(arch: Architecture) -> int:
-    """Elements of the MLP's largest weight gradient: transformers (v5) stores the experts of
-    an MoE layer stacked, gate and up fused, as one (E, 2 f_e, h) parameter (MixtralExperts)."""
-    h = arch.hidden_size
-    if arch.moe_layer_count:
-        return arch.num_experts * 2 * arch.expert_width * h
-    return h * arch.intermediate_size * (2 if arch.fused_gate_up else 1)
+    """Elements of an MoE layer's largest weight gradient: transformers (v5) stores the
+    experts stacked, gate and up fused, as one (E, 2 f_e, h) parameter (MixtralExperts)."""
+    return arch.num_experts * 2 * arch.expert_width * arch.hidden_size
 
 
 def _layer_backward_peak(
@@ -312,11 +309,14 @@ def _layer_backward_peak(
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
     core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain" or arch.fused_qkv)
     rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
-    mlp = kept + rebuilt + rebuilt_core + size(_mlp_backward(arch))
-    if roles is None:
+    # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
+    mlp = kept + rebuilt + size(_mlp_backward(arch))
+    if roles is None and arch.moe_layer_count:
         # Accumulating into an existing .grad (every micro-batch after the first, or
         # zero_grad(set_to_none=False)), autograd first materialises the new gradient of a
-        # weight, then adds it in place: one weight-sized temporary, the largest of the MLP.
+        # weight, then adds it in place: a weight-sized temporary. It matters for the stacked
+        # experts of an MoE layer (GBs); a dense layer's largest weight is small beside its
+        # activations, and leaving it out keeps this term growing with b and s.
         mlp += _weight_gradient_elements(arch) * _dtype_bytes(ACT, precision)
     attn = (
         kept
