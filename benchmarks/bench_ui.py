@@ -7,7 +7,7 @@
 Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
    (120x40) and the clock stops when its first full frame reaches the terminal (memtui: the
-   budget legend with the GPU rows; a bare Textual app: its one label; nvitop: its header).
+   last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop: its header).
    memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
 2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
    stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
@@ -146,7 +146,7 @@ def nvitop_argv() -> list[str] | None:
 def start_figures(env: dict[str, str], runs: int) -> dict[str, list[float]]:
     programs: dict[str, tuple[list[str], bytes]] = {
         "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame"),
-        "memtui (live, fake NVML)": (memtui_argv(), b"Budget per GPU"),
+        "memtui (live, fake NVML)": (memtui_argv(), b"GPU 7"),
     }
     nvitop = nvitop_argv()
     if nvitop:
