@@ -94,8 +94,13 @@ def test_estimate_matches_a_real_step(config, fields):
         assert abs(rows[key].error) <= TOLERANCE, (key, rows[key])
 
 
-def test_fake_tensor_mode_measures_the_same_bytes_as_a_real_step():
-    config, plan = llama(), plan_for(llama(), {"attention": "eager"})
+@pytest.mark.parametrize(
+    "fields",
+    [{"attention": "eager"}, {"method": "lora", "checkpointing": "full"}],
+    ids=["eager", "lora-full-ckpt"],
+)
+def test_fake_tensor_mode_measures_the_same_bytes_as_a_real_step(fields):
+    config, plan = llama(), plan_for(llama(), fields)
     real = measure("test", plan, fake=False, config=config).measurement
     fake = measure("test", plan, fake=True, config=config).measurement
     assert (fake.static, fake.saved_activations, fake.logits) == (

@@ -162,7 +162,8 @@ def _budget(plan: Plan, t: _Terms) -> Budget:
             key="logits",
             label="Logits and loss",
             bytes=t.logits,
-            source=f"b s V with V={arch.vocab_size:,}: logits + fp32 log-softmax + its gradient",
+            source=f"b s V with V={arch.vocab_size:,}: fp32 log-probs, their gradient and the "
+            "logits' fp32 gradient at the loss's backward (12 B per logit; memtui measure)",
         ),
         Term(
             key="transient",
