@@ -14,6 +14,23 @@ sdpa_attention_forward / eager_attention_forward, LlamaMLP) and checked, tensor 
 against a real PyTorch step on CPU with `memtui measure` (tests/test_measure_accuracy.py).
 Saved tensors are counted once per storage: views (q, k, v of a fused projection, a reshape
 before a linear) and tensors saved by two ops (a norm output feeding q, k and v) count once.
+
+The closed forms these lists add up to, in bytes per token per layer with bf16 activations
+(h hidden, f MLP width, a heads, qw = a d and kvw = kv d the query and key/value widths,
+s the sequence; multiply by s b):
+- LLaMA, SDPA: 2 norms x (4h fp32 upcast + 4 for 1/rms + 2h normalized) + 2h QKV input
+  + 2(qw + 2 kvw) q, k, v + 2qw output (= o_proj input) + 4a log-sum-exp + 2h MLP input
+  + 8f (gate output, SiLU output, up output, down input) = 16h + 4qw + 4kvw + 8f + 4a + 8.
+- LLaMA, eager: the attention part becomes 2qw each for q, the repeated k and v and the
+  o_proj input, + 4as fp32 softmax output + 2as probabilities = 16h + 8qw + 8f + 6as + 8.
+- GPT-2 (Korthikanti generalised): 2 LayerNorms x (2h + 8) + 2h QKV input + 2(qw + 2 kvw)
+  + 2qw projection input + 2 x 1-byte dropout masks (h each) + 2h MLP input + 2f x (1 + k)
+  with k the activation's own saves (1 for a fused GELU, 4 for HF's Python gelu_new)
+  + eager 5as / flash 4a: with f = 4h and k = 1, 34h + 16 + 5as (Korthikanti Table 2).
+- Full checkpointing: 2h per layer (its input); selective: the layer without its attention
+  core. Backward then rebuilds one layer (or core) at a time, and its gradient buffers
+  (`_attention_backward`, `_mlp_backward`) add to the peak only beyond the loss's buffers.
+- Logits and loss: 12 bytes per logit, b s V (`LOSS_FP32_BUFFERS_AT_PEAK`).
 """
 
 from __future__ import annotations
