@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -122,6 +122,10 @@ def test_lora_and_qlora_below_full(plan):
     full = plan.model_copy(update={"method": Method.full, "lora_fraction": None})
     for method in (Method.lora, Method.qlora):
         adapted = full.model_copy(update={"method": method})
+        # LoRA adds its adapter to an unsharded frozen base: past a few percent of the model
+        # (rank 64 on every linear of a 60-expert MoE is 7 percent) it can outweigh the
+        # sharded or offloaded state of a full fine-tune. Real adapters are well under 5.
+        assume(static_state(adapted).trainable <= 0.05 * plan.model.parameters)
         assert static_state(adapted).total < static_state(full).total
         assert per_gpu_total(adapted) < per_gpu_total(full)
 

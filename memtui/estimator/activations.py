@@ -35,9 +35,11 @@ s the sequence; multiply by s b):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memtui.estimator.architecture import Architecture
+from memtui.estimator.memo import per_anchor
 from memtui.estimator.plan import Attention, Checkpointing, Precision
 
 ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
@@ -251,16 +253,17 @@ def _layer_parts(
     return [*_norm(arch, "attention norm", h), *upto], [*after, *_mlp(arch)]
 
 
+@per_anchor  # pure in its arguments; called for every plan the levers and search try
 def layer_saved(
     arch: Architecture, attention: Attention, checkpointing: Checkpointing = Checkpointing.none
-) -> list[Saved]:
+) -> tuple[Saved, ...]:
     """What one decoder layer keeps for backward through the forward pass."""
     if checkpointing is Checkpointing.full:
         # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
         # the rotary cos/sin are shared by all layers and counted once in the tail).
-        return [Saved("layer input", per_token=arch.hidden_size)]
+        return (Saved("layer input", per_token=arch.hidden_size),)
     upto, after = _layer_parts(arch, attention, checkpointing)
-    return upto + after
+    return (*upto, *after)
 
 
 def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
@@ -317,7 +320,7 @@ def _layer_backward_peak(
     the core already freed). Under full checkpointing the layer is rebuilt first; under
     selective checkpointing its attention core is."""
 
-    def size(items: list[Saved]) -> int:
+    def size(items: Sequence[Saved]) -> int:
         return _bytes(items, s, b, precision, roles)
 
     kept = size(layer_saved(arch, attention, checkpointing))
@@ -346,7 +349,8 @@ def _layer_backward_peak(
     return max(mlp, attn)
 
 
-def _tail(arch: Architecture) -> tuple[list[Saved], list[Saved]]:
+@per_anchor
+def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     """Outside the layers: (what lives through backward: token ids, rotary cos/sin; what the
     loss's and lm_head's backward free before the layers' backward: final norm, lm_head
     input, labels)."""
@@ -368,7 +372,7 @@ def _tail(arch: Architecture) -> tuple[list[Saved], list[Saved]]:
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
         Saved("shifted labels", per_token=1, dtype=INT64),
     ]
-    return kept, freed
+    return tuple(kept), tuple(freed)
 
 
 def _dtype_bytes(dtype: str, precision: Precision) -> int:
@@ -382,7 +386,11 @@ def _dtype_bytes(dtype: str, precision: Precision) -> int:
 
 
 def _bytes(
-    saved: list[Saved], s: int, b: int, precision: Precision, trainable_roles: frozenset[str] | None
+    saved: Sequence[Saved],
+    s: int,
+    b: int,
+    precision: Precision,
+    trainable_roles: frozenset[str] | None,
 ) -> int:
     total = 0
     for item in saved:
@@ -397,6 +405,7 @@ def _bytes(
     return total
 
 
+@per_anchor  # the strategy table and the UI ask again for the same micro-batch
 def activation_bytes(
     arch: Architecture,
     *,

@@ -7,8 +7,9 @@ cache holds the model itself (an id is never reused while its object is alive).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 _MAX = 256
@@ -30,3 +31,16 @@ class IdentityMemo:
             self._entries.clear()
         self._entries[slot] = (anchor, value)
         return value
+
+
+def per_anchor(fn: Callable[..., T]) -> Callable[..., T]:
+    """Memoise a pure function of (anchor, *hashable args, **hashable kwargs); the result
+    must not be mutated by callers (return tuples)."""
+    memo = IdentityMemo()
+
+    @functools.wraps(fn)
+    def wrapper(anchor: Any, *args: Hashable, **kwargs: Hashable) -> T:
+        key = (args, tuple(sorted(kwargs.items())))
+        return memo.get(anchor, key, lambda: fn(anchor, *args, **kwargs))
+
+    return wrapper
