@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from test_seed_references import SEED000_FLAGS
 
 
 def memtui(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -102,19 +103,7 @@ def test_json_has_every_documented_key_in_bytes():
 
 
 def test_human_output_names_units_and_verdict():
-    out = memtui(
-        "estimate",
-        "--params",
-        "13B",
-        "--gpus",
-        "4",
-        "--gpu-memory",
-        "80GB",
-        "--overhead",
-        "none",
-        "--strategy",
-        "zero3",
-    )
+    out = memtui("estimate", *SEED000_FLAGS, "--strategy", "zero3")
     assert out.returncode == 0, out.stderr
     assert "GB" in out.stdout
     assert "52.00" in out.stdout  # ZeRO-3 static per GPU, seed 000

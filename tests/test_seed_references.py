@@ -25,6 +25,8 @@ from memtui.estimator.state import nf4_bits_per_param, static_state
 
 GB = 10**9
 P13 = 13 * 10**9
+# Seed 000's node on the command line: 13B on 4 x 80 GB, the model's memory alone.
+SEED000_FLAGS = ("--params", "13B", "--gpus", "4", "--gpu-memory", "80GB", "--overhead", "none")
 
 
 def seed000(**update) -> Plan:
@@ -172,14 +174,7 @@ def run_json(*flags: str) -> dict:
 
 def test_seed000_through_the_cli_json():
     data = run_json(
-        "--params",
-        "13B",
-        "--gpus",
-        "4",
-        "--gpu-memory",
-        "80GB",
-        "--overhead",
-        "none",
+        *SEED000_FLAGS,
         "--strategy",
         "ddp",
     )
@@ -210,14 +205,7 @@ def test_seed002_through_the_cli_json():
 
 def test_seed000_eight_bit_and_zero_table_through_the_cli_json():
     eight = run_json(
-        "--params",
-        "13B",
-        "--gpus",
-        "4",
-        "--gpu-memory",
-        "80GB",
-        "--overhead",
-        "none",
+        *SEED000_FLAGS,
         "--optimizer",
         "adamw8bit",
         "--optimizer-block-size",
