@@ -47,14 +47,19 @@ class ProcessTable(ViewWidget):
                 table.add_row(
                     device.label,
                     str(p.pid),
-                    p.user or "?",
+                    _one_line(p.user or "?"),
                     num(p.used_bytes, view.unit),
-                    p.command or p.name or "(not visible here)",
+                    _one_line(p.command or p.name or "(not visible here)"),
                 )
             if device.processes_note:
                 notes.append(f"GPU {device.label}: {device.processes_note}")
         if not table.row_count:
             table.add_row("", "", "", "", "no compute processes")
         for note in notes:
-            table.add_row("", "", "", "", f"note: {note}")
-        self.show(table, table.row_count + 1)
+            table.add_row("", "", "", "", _one_line(f"note: {note}"))
+        self.show(table, table.row_count + 1)  # exact: one line a row (see ViewWidget.show)
+
+
+def _one_line(text: str) -> str:
+    # a command line or a note with a newline would make its row two lines tall
+    return " ".join(text.splitlines())

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.console import RenderableType
+from rich.table import Table
 from textual.dom import DOMNode
+from textual.geometry import Size
 from textual.widget import Widget
 
 
@@ -31,7 +33,11 @@ class ViewWidget(Widget):
         self._lines = -1
 
     def show(self, renderable: RenderableType, lines: int) -> None:
-        """Draw `renderable`, `lines` tall; relayout only when the height changes."""
+        """Draw `renderable`, `lines` tall; relayout only when the height changes.
+
+        For a rich Table, `lines` must be exact (header plus one line a row: every column
+        no_wrap, no newline in a cell): the layout takes it as the table's height instead of
+        rendering the whole table once more just to count its lines."""
         self._renderable = renderable
         relayout = lines != self._lines
         self._lines = lines
@@ -45,6 +51,13 @@ class ViewWidget(Widget):
         watch = getattr(self, "watch_view", None)
         if watch is not None:
             watch(getattr(self, "view", None))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Textual measures a height by rendering the renderable; for the process table (64
+        # rows on a full node) that cost a third of the start-up layout. Text still measures.
+        if isinstance(self._renderable, Table) and self._lines >= 0:
+            return self._lines
+        return super().get_content_height(container, viewport, width)
 
     def render(self) -> RenderableType:
         return self._renderable
