@@ -61,20 +61,33 @@ def register(sub: Any) -> None:
 
 
 def build(args: argparse.Namespace) -> Any:
-    """The app for parsed flags (also used by benchmarks): plan, source, mode, theme."""
+    """The app for parsed flags (also used by benchmarks): plan, source, mode, theme.
+
+    The live or replay source is opened and its first poll started (in a thread) before the
+    plan is built and Textual imported, so the snapshot is usually in by the time the screen
+    composes (DESIGN.md section 6: start to first full frame)."""
     from memtui import telemetry
-    from memtui.ui import make_app
-    from memtui.ui.plan_file import load_plan
+    from memtui.ui.first_poll import FirstPoll
 
     if args.interval <= 0:
         raise UsageError(f"--interval must be positive, not {args.interval}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    only = telemetry.parse_only(args.only)
+    source: Any = None
+    if args.replay:
+        if not Path(args.replay).is_file():
+            raise UsageError(f"--replay {args.replay}: no such file")
+        source = telemetry.ReplaySource(args.replay, only=only)
+    elif not args.demo:
+        source = telemetry.open_nvml(only, timeout_s=args.timeout)
+    first = FirstPoll(source) if source is not None else None
+
+    from memtui.ui.plan_file import load_plan
+
     base = load_plan(args.plan) if args.plan else None
     plan = plan_from_args(args, base=base)
-    only = telemetry.parse_only(args.only)
     fit: set[str] = set()
-    source: Any
     if not args.demo:
         # live or replay: size the plan to the GPUs seen, unless a flag or a plan file said
         # (a demo node is built from the plan, so it already matches)
@@ -82,14 +95,12 @@ def build(args: argparse.Namespace) -> Any:
             fit.add("gpus")
         if base is None and args.gpu_memory is None:
             fit.add("memory")
-    if args.demo:
-        source = _demo_source(plan, only, args.seed)
-    elif args.replay:
-        if not Path(args.replay).is_file():
-            raise UsageError(f"--replay {args.replay}: no such file")
-        source = telemetry.ReplaySource(args.replay, only=only)
     else:
-        source = telemetry.open_nvml(only, timeout_s=args.timeout)
+        source = _demo_source(plan, only, args.seed)
+        first = FirstPoll(source)
+
+    from memtui.ui import make_app
+
     return make_app(
         plan,
         source,
@@ -97,6 +108,7 @@ def build(args: argparse.Namespace) -> Any:
         theme=args.theme,
         fit_to_devices=frozenset(fit),
         save_path=Path(args.plan) if args.plan else Path(DEFAULT_SAVE),
+        first_poll=first,
     )
 
 

@@ -1,9 +1,24 @@
 """The Textual dashboard (DESIGN.md section 4): one screen, one widget per module.
 
 `make_app(plan, source, ...)` builds the app for the CLI and the tests. Importing this package
-imports Textual; the CLI imports it only when the dashboard runs.
+does not import Textual: `make_app` and `MemtuiApp` load `memtui.ui.app` on first use, so the
+CLI can start the first poll (`memtui.ui.first_poll`) and read a plan file
+(`memtui.ui.plan_file`) before Textual's import is paid.
 """
 
-from memtui.ui.app import MemtuiApp, make_app
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memtui.ui.app import MemtuiApp, make_app
 
 __all__ = ["MemtuiApp", "make_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from memtui.ui import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

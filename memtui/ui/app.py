@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 
 from memtui.estimator import Plan
 from memtui.telemetry import TelemetrySource
+from memtui.ui.first_poll import FirstPoll
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
@@ -47,6 +48,7 @@ class MemtuiApp(App[None]):
         fit_to_devices: frozenset[str],
         save_path: Path | None,
         keymap: Mapping[str, str] | None,
+        first_poll: FirstPoll | None,
     ) -> None:
         super().__init__()
         self._plan = plan
@@ -55,6 +57,7 @@ class MemtuiApp(App[None]):
         self._plan_only_reason = plan_only_reason
         self._fit = fit_to_devices
         self._save_path = save_path
+        self._first_poll = first_poll
         loaded = load_themes(theme_dirs)
         self.theme_problems = list(loaded.errors)
         self.memtui_themes = [t.name for t in loaded.themes]
@@ -84,6 +87,7 @@ class MemtuiApp(App[None]):
                 plan_only_reason=self._plan_only_reason,
                 fit_to_devices=self._fit,
                 save_path=self._save_path,
+                first_poll=self._first_poll,
             )
         )
         for problem in self.theme_problems:  # reported, never fatal
@@ -118,10 +122,13 @@ def make_app(
     fit_to_devices: frozenset[str] = frozenset(),
     save_path: Path | None = None,
     keymap: Mapping[str, str] | None = None,
+    first_poll: FirstPoll | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
-    the first snapshot; `keymap` remaps binding ids to keys (e.g. {"strategy": "S"})."""
+    the first snapshot; `keymap` remaps binding ids to keys (e.g. {"strategy": "S"});
+    `first_poll` is a poll of `source` already running (the CLI starts it before importing
+    Textual), taken as the first snapshot."""
     return MemtuiApp(
         plan,
         source,
@@ -132,4 +139,5 @@ def make_app(
         fit_to_devices=fit_to_devices,
         save_path=save_path,
         keymap=keymap,
+        first_poll=first_poll,
     )

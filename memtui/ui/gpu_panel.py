@@ -59,9 +59,17 @@ class GpuPanel(Vertical):
     narrow: reactive[bool] = reactive(False)
     """Compact rows and legend."""
 
+    def __init__(self, *, rows: int = 0, id: str | None = None) -> None:
+        """`rows`: GPU rows to compose up front (the GPUs of a poll that answered before the
+        screen composed), so the first frame has them without a second layout."""
+        super().__init__(id=id)
+        self._initial_rows = rows
+
     def compose(self) -> ComposeResult:
         yield ViewWidget(id="legend")
         yield GpuRow(id="plan-row")
+        for _ in range(self._initial_rows):
+            yield GpuRow(classes="device-row")
 
     def on_mount(self) -> None:
         redraw_on_theme_change(self, self._draw)  # the legend's colours are resolved ahead

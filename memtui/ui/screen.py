@@ -29,6 +29,7 @@ from memtui.telemetry import NodeSnapshot, SourceState, TelemetrySource
 from memtui.telemetry.models import failed_snapshot
 from memtui.ui import plan_edits
 from memtui.ui.communication import CommunicationLine, CommunicationView
+from memtui.ui.first_poll import FirstPoll
 from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus, classify
 from memtui.ui.lever_list import LeverList, LeverView
@@ -103,6 +104,7 @@ class DashboardScreen(Screen[None]):
         plan_only_reason: str | None = None,
         fit_to_devices: frozenset[str] = frozenset(),
         save_path: Path | None = None,
+        first_poll: FirstPoll | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -117,11 +119,26 @@ class DashboardScreen(Screen[None]):
         self._timer: Timer | None = None
         self._note: str | None = None
         self._ready = False  # children composed: views may be pushed down
+        # the poll the CLI started before importing Textual (None: the timer's first tick)
+        self._first_poll = first_poll if source is not None else None
+        self._unfitted: Plan | None = None  # the plan as given, when compose fitted it
         self.set_reactive(DashboardScreen.plan, plan)
 
     # -- layout --------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # the first poll already answered (it usually has: it ran while Textual was imported):
+        # take it now, so the rows are composed with the screen and the plan is fitted to the
+        # GPUs before its first estimate; the first frame is then the full one
+        first = self._first_poll.snapshot if self._first_poll is not None else None
+        if first is not None:
+            self._first_poll = None
+            self._take(first)
+            fitted = self._fitted_plan(first)
+            if fitted is not None and fitted != self.plan:
+                self._unfitted = self.plan
+                self.set_reactive(DashboardScreen.plan, fitted)  # estimated once, in on_mount
+        devices = len(self.snapshot.devices) if self.snapshot is not None else 0
         # wide: settings and strategies on the left, GPUs, levers, processes on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
         # containers, so there is one table in each place and the `-narrow` class shows one;
@@ -131,7 +148,7 @@ class DashboardScreen(Screen[None]):
                 yield SettingsPanel(id="settings")
                 yield StrategyTable(id="strategies")
             with VerticalScroll(id="main", can_focus=False):
-                yield GpuPanel(id="gpus")
+                yield GpuPanel(id="gpus", rows=devices)
                 yield StrategyTable(id="strategies-narrow")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
@@ -143,9 +160,9 @@ class DashboardScreen(Screen[None]):
         self._ready = True
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
-        self._recompute()
-        self._push_telemetry()
-        if self.source is not None:
+        self._recompute(previous=self._unfitted)
+        ended = self.snapshot is not None and self.snapshot.state is SourceState.ENDED
+        if self.source is not None and not ended:
             self._timer = self.set_interval(self.interval, self._tick)
             self._tick()
 
@@ -180,15 +197,18 @@ class DashboardScreen(Screen[None]):
     def _recompute(self, previous: Plan | None = None) -> None:
         # the one place the UI calls the estimator (not a compute_ method: DESIGN.md 7.5)
         try:
-            self.report = estimate(self.plan)
+            report = estimate(self.plan)
         except ValueError as err:
             # a plan the estimator cannot size (a bug in a validator upstream): keep the last
             # good one on screen and say why, never a traceback on the event loop
-            if previous is None or self.report is None:
+            if previous is None:
                 raise
             self.set_reactive(DashboardScreen.plan, previous)
             self.notify(f"kept the previous plan: {err}", title="Not changed", severity="error")
-            return
+            if self.report is not None:
+                return
+            report = estimate(previous)  # the plan fitted at start-up: fall back to the given
+        self.report = report
         self._reclassify()
         self._push_plan()
         self._push_telemetry()
@@ -299,12 +319,15 @@ class DashboardScreen(Screen[None]):
     def _tick(self) -> None:
         if self.source is None or self.polling:
             return  # a poll is still running (a slow driver): never start a second one
-        self._poll_worker = self._poll(self.source)
+        first, self._first_poll = self._first_poll, None
+        self._poll_worker = self._poll(self.source, first)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self, source: TelemetrySource) -> None:
+    def _poll(self, source: TelemetrySource, first: FirstPoll | None = None) -> None:
+        # the CLI's first poll, if it had not answered by compose time: wait for it here (a
+        # thread) rather than poll again, so polls never overlap
         try:
-            snapshot = source.poll()
+            snapshot = first.wait() if first is not None else source.poll()
         except Exception as err:  # a bug in a source must not take the dashboard down
             snapshot = failed_snapshot(
                 SourceState.ERROR,
@@ -319,6 +342,17 @@ class DashboardScreen(Screen[None]):
     @on(TelemetryArrived)
     def _on_telemetry(self, message: TelemetryArrived) -> None:
         snapshot = message.snapshot
+        self._take(snapshot)
+        fitted = self._fitted_plan(snapshot) if self.source is not None else None
+        if fitted is not None and fitted != self.plan:
+            self.plan = fitted  # watch_plan: one estimate, then every widget with this poll
+            if self.plan == fitted:
+                return
+        self._reclassify()
+        self._push_telemetry()
+
+    def _take(self, snapshot: NodeSnapshot) -> None:
+        """Keep a poll's answer (history, snapshot, mode); draws nothing."""
         self.polls += 1
         if snapshot.state is SourceState.NO_LIBRARY and not snapshot.devices:
             # no driver here: nothing will change by polling again; plan-only, saying why
@@ -326,27 +360,23 @@ class DashboardScreen(Screen[None]):
             self.source = None
             self._stop_timer()
             self.snapshot = None
-            self._push_telemetry()
             return
         if snapshot.state is SourceState.ENDED:
             self._stop_timer()  # a replay that ended: keep its last frame on screen
         self.history.record(snapshot)
         self.snapshot = snapshot
-        if self.fit_to_devices and snapshot.devices:
-            self._fit_plan(snapshot)
-        self._reclassify()
-        self._push_telemetry()
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
 
-    def _fit_plan(self, snapshot: NodeSnapshot) -> None:
-        """Size the plan to the GPUs NVML found (once), unless flags said otherwise."""
+    def _fitted_plan(self, snapshot: NodeSnapshot) -> Plan | None:
+        """The plan sized to the GPUs the first snapshot with GPUs found (once), unless flags
+        said otherwise; None when there is nothing to fit (or it cannot be fitted)."""
         whole = [d for d in snapshot.devices if d.mig_index is None and d.memory_total]
-        if not whole:
-            return
+        if not self.fit_to_devices or not whole:
+            return None
         hardware: dict[str, Any] = {}
         if "gpus" in self.fit_to_devices:
             hardware["gpus_per_node"] = len(whole)
@@ -357,10 +387,11 @@ class DashboardScreen(Screen[None]):
         self.fit_to_devices.clear()
         try:
             new_hw = type(self.plan.hardware)(**{**self.plan.hardware.model_dump(), **hardware})
-            self.plan = Plan(**{**self.plan.model_dump(), "hardware": new_hw,
-                                "model": self.plan.model})  # fmt: skip
+            return Plan(**{**self.plan.model_dump(), "hardware": new_hw,
+                           "model": self.plan.model})  # fmt: skip
         except ValueError as err:
             self.notify(f"kept the planned hardware: {err}", severity="warning")
+            return None
 
     def _reclassify(self) -> None:
         """Row statuses against the current budget; alert on every new crossing."""
