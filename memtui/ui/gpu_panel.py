@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -16,7 +17,7 @@ from textual.reactive import reactive
 
 from memtui.estimator import Budget
 from memtui.telemetry import NodeSnapshot
-from memtui.ui.gpu_row import SPARK_WIDTH, GpuRow, RowData
+from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
@@ -34,6 +35,18 @@ _SHORT_LABELS = {
 }
 
 
+def _without_background(style: Style) -> Style:
+    return Style(
+        color=style.color,
+        bold=style.bold,
+        dim=style.dim,
+        italic=style.italic,
+        underline=style.underline,
+        reverse=style.reverse,
+        strike=style.strike,
+    )
+
+
 @dataclass(frozen=True)
 class PanelView:
     """What the panel shows; replaced whole by the screen."""
@@ -48,7 +61,11 @@ class PanelView:
 class GpuPanel(Vertical):
     """Legend, plan bar, GPU rows."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{key}" for key in TERM_VARIABLES}
+    # the rows' classes too: declared once here rather than on every row (see gpu_row)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *(f"gpu-panel--{key}" for key in TERM_VARIABLES),
+        *(f"gpu-row--{name}" for name in ROW_STYLES),
+    }
     DEFAULT_CSS = """
     GpuPanel { height: auto; }
     GpuPanel > #legend { height: auto; }
@@ -64,6 +81,20 @@ class GpuPanel(Vertical):
         screen composed), so the first frame has them without a second layout."""
         super().__init__(id=id)
         self._initial_rows = rows
+        self._row_styles: tuple[str, dict[str, Style]] | None = None
+
+    def row_styles(self) -> dict[str, Style]:
+        """The rows' styles under the current theme (resolved once per theme)."""
+        theme = self.app.theme
+        if self._row_styles is None or self._row_styles[0] != theme:
+            # resolved against the panel (colours with alpha blended), then without their
+            # background, so an alert row keeps its own tint under the text
+            styles = {
+                n: _without_background(self.get_component_rich_style(f"gpu-row--{n}"))
+                for n in ROW_STYLES
+            }
+            self._row_styles = (theme, styles)
+        return self._row_styles[1]
 
     def compose(self) -> ComposeResult:
         yield ViewWidget(id="legend")
@@ -89,7 +120,10 @@ class GpuPanel(Vertical):
         legend = self._legend(view)
         width = max(1, self.query_one("#legend").size.width)
         self.query_one("#legend", ViewWidget).show(legend, -(-legend.cell_len // width))
-        self.query_one("#plan-row", GpuRow).data = RowData(budget=view.budget, unit=view.unit)
+        styles = self.row_styles()
+        self.query_one("#plan-row", GpuRow).data = RowData(
+            budget=view.budget, unit=view.unit, styles=styles
+        )
         devices = view.snapshot.devices if view.snapshot else ()
         rows = list(self.query(".device-row").results(GpuRow))
         if len(rows) != len(devices):
@@ -111,6 +145,7 @@ class GpuPanel(Vertical):
                 status=view.statuses.get(device.label, RowStatus.UNKNOWN),
                 peak=track.peak if track.history else None,
                 history=tuple(track.history)[-SPARK_WIDTH:],
+                styles=styles,
             )
 
     def _legend(self, view: PanelView) -> Text:

@@ -5,13 +5,15 @@ Wide layout, two lines:
             used 44.1 / budget 42.5 / cap 85.5 GB  head 40.9  peak 45.0  ▃▅▆▇  OVER BUDGET
 Narrow layout (the screen's `-narrow` class), one line:
     0▲ ██████████░░│······ 44.1/42.5 GB OVER
-Colours come from the theme through component classes; the status is also written out.
+Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`, resolved
+once by the panel and handed down in `RowData.styles`: a component class declared on every row
+cost each row a stylesheet pass per class); the status is also written out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from rich.style import Style
 from rich.text import Text
@@ -43,6 +45,22 @@ _STATUS_CLASS = {
 }
 
 
+_PLAIN = Style()
+
+#: The row's style names; the panel declares them as `gpu-row--NAME` component classes.
+ROW_STYLES = (
+    *TERM_VARIABLES,
+    "over",
+    "track",
+    "mark",
+    "ok",
+    "alert",
+    "near",
+    "lost",
+    "dim",
+    "label",
+)
+
 #: History values a row keeps: what its sparkline draws (so an unchanged GPU is not redrawn).
 SPARK_WIDTH = 8
 
@@ -58,23 +76,14 @@ class RowData:
     status: RowStatus | None = None
     peak: int | None = None
     history: tuple[int, ...] = ()
+    styles: Mapping[str, Style] = field(default_factory=dict)
+    """The theme's style for each name of `ROW_STYLES` (set by the panel; a new theme is new
+    data, so the row redraws)."""
 
 
 class GpuRow(Widget):
     """A GPU's bar and numbers. The screen sets `data`; the row only draws it."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        *(f"gpu-row--{key}" for key in TERM_VARIABLES),
-        "gpu-row--over",
-        "gpu-row--track",
-        "gpu-row--mark",
-        "gpu-row--ok",
-        "gpu-row--alert",
-        "gpu-row--near",
-        "gpu-row--lost",
-        "gpu-row--dim",
-        "gpu-row--label",
-    }
     DEFAULT_CSS = """
     GpuRow { height: 2; }
     GpuRow.-narrow { height: 1; }
@@ -84,10 +93,6 @@ class GpuRow(Widget):
     """What to draw; set by the GPU panel."""
     narrow: reactive[bool] = reactive(False, layout=True)
     """One line instead of two (terminals under 100 columns)."""
-
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self._styles: dict[tuple[str, str], Style] = {}
 
     def watch_narrow(self, narrow: bool) -> None:
         self.set_class(narrow, "-narrow")
@@ -100,12 +105,8 @@ class GpuRow(Widget):
         self.set_class(near, "-near")
 
     def _style(self, name: str) -> Style:
-        # resolving a component style walks the CSS; cache per theme (a row draws ~20 spans)
-        key = (name, self.app.theme)
-        style = self._styles.get(key)
-        if style is None:
-            style = self._styles[key] = self.get_component_rich_style(f"gpu-row--{name}")
-        return style
+        data = self.data
+        return data.styles.get(name, _PLAIN) if data is not None else _PLAIN
 
     def render(self) -> Text:
         data = self.data
