@@ -164,7 +164,8 @@ class DashboardScreen(Screen[None]):
         ended = self.snapshot is not None and self.snapshot.state is SourceState.ENDED
         if self.source is not None and not ended:
             self._timer = self.set_interval(self.interval, self._tick)
-            self._tick()
+            if self.polls == 0:  # no answer taken at compose: poll now, not in a second
+                self._tick()
 
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
