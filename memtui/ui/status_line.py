@@ -3,8 +3,10 @@
     ● live NVML on gpu-node-3, driver 550.54.15, CUDA 12.4, 8 GPUs, poll 3 ms
     ● demo: synthetic node demo-node, 8 GPUs (run on a GPU node for live data)
     ● replay: run.jsonl, 8 GPUs  |  replay ended
-    ○ plan-only: NVML not found (...): no NVIDIA driver on this machine. Try `memtui --demo`.
-No wall-clock time appears here, so snapshots of the screen stay deterministic.
+    ○ plan-only (try `memtui --demo`): NVML not found (...): no NVIDIA driver on this machine
+No wall-clock time appears here, so snapshots of the screen stay deterministic. A line that
+says why there is no live data (plan-only, or a source in trouble) wraps onto a second line
+when the terminal is too narrow for it (80 columns), rather than cutting the reason.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class StatusLine(Static):
         "status-line--bad",
         "status-line--dim",
     }
-    DEFAULT_CSS = "StatusLine { height: 1; }"
+    DEFAULT_CSS = "StatusLine { height: auto; max-height: 2; }"
 
     view: reactive[StatusView | None] = reactive(None)
     """Set by the screen after every poll and mode change."""
@@ -54,12 +56,17 @@ class StatusLine(Static):
         ok = self.get_component_rich_style("status-line--ok")
         bad = self.get_component_rich_style("status-line--bad")
         dim = self.get_component_rich_style("status-line--dim")
-        text = Text(no_wrap=True, overflow="ellipsis")
         snap = view.snapshot
+        # a reason (plan-only, or a source in trouble) may take two lines; all else one
+        trouble = view.plan_only_reason is not None or (
+            snap is not None and snap.state is not SourceState.OK
+        )
+        text = Text(no_wrap=not trouble, overflow="ellipsis")
         if view.plan_only_reason is not None:
             # the way forward first: on 80 columns the reason may be cut, the hint never
             text.append("○ plan-only", bad)
-            text.append(" (try `memtui --demo`): ", dim)
+            text.append(" (try `memtui --demo`):", dim)
+            text.append(" ")
             text.append(view.plan_only_reason)
         elif snap is None:
             text.append(f"… {self._mode(view.source)}: waiting for the first poll", dim)
