@@ -372,3 +372,95 @@ async def test_theme_switch_recolours_every_widget() -> None:
         for widget in widgets:
             stale = colours_in(app, widget) & before[widget]
             assert not stale, (widget, stale)
+
+
+# -- saving: mode, --save, paths relative to the plan file ------------------------------
+
+
+def test_a_saved_plan_gets_the_umask_mode_not_0600(tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o027)
+    try:
+        path = save_plan(llama_plan(), tmp_path / "new.toml")
+        assert path.stat().st_mode & 0o777 == 0o640
+        os.umask(0o022)
+        path = save_plan(llama_plan(), tmp_path / "other.toml")
+        assert path.stat().st_mode & 0o777 == 0o644
+        # an existing file keeps its own mode
+        path.chmod(0o600)
+        save_plan(llama_plan(), path)
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_save_flag_and_its_defaults(tmp_path: Path) -> None:
+    source = save_plan(llama_plan(), tmp_path / "source.toml")
+    out = tmp_path / "out.toml"
+    app = dashboard.build(_args("--demo", "--plan", str(source), "--save", str(out)))
+    assert app._save_path == out
+    assert dashboard.build(_args("--demo", "--plan", str(source)))._save_path == source
+    default = dashboard.build(_args("--demo"))._save_path
+    assert default == Path(dashboard.DEFAULT_SAVE)
+
+
+async def test_save_key_writes_the_save_path_and_says_where(tmp_path: Path) -> None:
+    """`--save` leaves the --plan file (and its comments) alone; the screen says the whole
+    path it wrote."""
+    source = tmp_path / "source.toml"
+    source.write_text("# my notes\n" + plan_to_toml(llama_plan()))
+    out = tmp_path / "out" / "saved.toml"
+    app = dashboard.build(
+        _args("--demo", "--plan", str(source), "--save", str(out), "--interval", "3600")
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("s", "w")
+        await wait_for(pilot, out.exists)
+        await pilot.pause()
+        assert load_plan(out).strategy is Strategy.fsdp_shard_grad_op
+        assert source.read_text().startswith("# my notes\n")
+        from test_ui_support import region_text
+
+        from memtui.ui.status_line import StatusLine
+
+        def status() -> str:
+            return "".join(region_text(app, app.screen.query_one(StatusLine)).split())
+
+        await wait_for(pilot, lambda: "plansavedto" in status())
+        await pilot.pause()
+        assert f"plansavedto{out.resolve()}" in status()
+
+
+def test_relative_config_refs_resolve_against_the_plan_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtui.estimator.model_source import load_model
+
+    config = {
+        "model_type": "llama",
+        "hidden_size": 512,
+        "intermediate_size": 1376,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 4,
+        "vocab_size": 32000,
+        "tie_word_embeddings": False,
+    }
+    plans = tmp_path / "plans"
+    (plans / "tiny").mkdir(parents=True)
+    (plans / "tiny" / "config.json").write_text(json.dumps(config))
+    # loaded from the working folder as `plans/tiny/config.json`, saved beside it
+    monkeypatch.chdir(tmp_path)
+    plan = llama_plan().model_copy(update={"model": load_model("plans/tiny/config.json")})
+    saved = save_plan(plan, plans / "plan.toml")
+    assert 'ref = "tiny/config.json"' in saved.read_text()
+    # read from anywhere else: the ref is found beside the plan file
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    loaded = load_plan(Path("..") / "plans" / "plan.toml")
+    assert loaded.model.parameters == plan.model.parameters
+    # a hand-written relative ref too
+    (plans / "hand.toml").write_text('strategy = "zero2"\n[model]\nref = "tiny"\n')
+    assert load_plan(plans / "hand.toml").model.parameters == plan.model.parameters

@@ -5,6 +5,7 @@
                                         an NVIDIA driver: plan-only, saying why
     memtui --replay run.jsonl           play back a trace recorded by `memtui watch --record`
     memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
+    memtui --plan a.toml --save b.toml  the save key (w) writes b.toml, leaving a.toml as it is
 
 The plan flags are `memtui estimate`'s (one parser: `plan_flags.add_plan_arguments`). This
 module imports argparse-level things only; Textual, pynvml and the estimator load in `run`,
@@ -43,7 +44,13 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--plan",
         metavar="FILE",
-        help=f"load a saved plan (TOML); the save key (w) writes it back (default {DEFAULT_SAVE})",
+        help="load a saved plan (TOML); relative config.json refs in it are read from its folder",
+    )
+    g.add_argument(
+        "--save",
+        metavar="PATH",
+        help=f"where the save key (w) writes the plan (default: the --plan file, else "
+        f"./{DEFAULT_SAVE})",
     )
     g.add_argument("--theme", metavar="NAME", help="memtui-dark (default), memtui-light, ...")
     add_plan_arguments(parser)
@@ -107,7 +114,7 @@ def build(args: argparse.Namespace) -> Any:
         interval=args.interval,
         theme=args.theme,
         fit_to_devices=frozenset(fit),
-        save_path=Path(args.plan) if args.plan else Path(DEFAULT_SAVE),
+        save_path=Path(args.save or args.plan or DEFAULT_SAVE),
         first_poll=first,
     )
 

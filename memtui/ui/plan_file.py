@@ -2,9 +2,14 @@
 
 The model is stored by reference (what the user typed: a catalog id, a config.json path, a
 cached repo id) or as a bare parameter count, never as its full architecture, so the file stays
-short and readable. Writes are atomic (a temporary file in the same folder, then `os.replace`),
-so a crash mid-save never leaves half a plan. No Textual here: the CLI imports it before the
-app starts.
+short and readable. A path ref is written relative to the plan file's folder, and a relative
+path ref is read against that folder first (then as typed: the working folder, the catalog,
+the Hugging Face cache), so a plan and its config.json can move together.
+
+Writes are atomic (a temporary file in the same folder, then `os.replace`), so a crash mid-save
+never leaves half a plan; the file gets the mode a plain `open()` would give it (0666 less the
+umask; an existing file keeps its own), not mkstemp's 0600. No Textual here: the CLI imports it
+before the app starts.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
-def plan_to_toml(plan: Plan) -> str:
-    """The plan as TOML text (None values are left out: TOML has no null)."""
+def plan_to_toml(plan: Plan, base_dir: Path | None = None) -> str:
+    """The plan as TOML text (None values are left out: TOML has no null). A model ref that
+    is an existing path is written relative to `base_dir` (the plan file's folder)."""
     import tomli_w
 
     data: dict[str, Any] = {k: v for k, v in plan.model_dump(mode="json").items() if v is not None}
@@ -33,17 +39,54 @@ def plan_to_toml(plan: Plan) -> str:
     if spec.architecture.assumed:
         data["model"] = {"parameters": spec.parameters, "name": spec.name}
     else:
-        data["model"] = {"ref": spec.name}
+        data["model"] = {"ref": _ref_for(spec.name, base_dir)}
     return "# memtui plan (load with `memtui --plan FILE`)\n" + tomli_w.dumps(data)
+
+
+def _ref_for(ref: str, base_dir: Path | None) -> str:
+    path = Path(ref).expanduser()
+    try:
+        if base_dir is None or not path.exists():
+            return ref  # a catalog id or a cached repo id
+    except OSError:
+        return ref
+    try:
+        return os.path.relpath(path.resolve(), base_dir.resolve())
+    except ValueError:  # another drive (Windows): no relative path exists
+        return str(path.resolve())
+
+
+def _file_mode(target: Path) -> int:
+    """The mode a new file would get from open(): 0666 less the umask; an existing file's own."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # read, not set-and-restore: saving runs in a worker thread, and os.umask is process-wide
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc (macOS): the brief set-and-restore is all there is
+    os.umask(mask)
+    return mask
 
 
 def save_plan(plan: Plan, path: str | Path) -> Path:
     """Write `plan` to `path` atomically; returns the path written."""
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = plan_to_toml(plan)
+    text = plan_to_toml(plan, target.parent)
+    mode = _file_mode(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes it 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -53,6 +96,17 @@ def save_plan(plan: Plan, path: str | Path) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _beside(ref: str, folder: Path) -> str:
+    """A relative path ref as seen from the plan file's folder, when it exists there."""
+    path = Path(ref).expanduser()
+    try:
+        if not path.is_absolute() and (folder / path).exists():
+            return str(folder / path)
+    except OSError:  # e.g. a 300-character ref: load_model says what is wrong with it
+        pass
+    return ref
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -75,7 +129,7 @@ def load_plan(path: str | Path) -> Plan:
         if not isinstance(model, dict):
             raise ValueError("[model] table missing: give ref = 'catalog id or path'")
         if "ref" in model:
-            spec = load_model(str(model["ref"]))
+            spec = load_model(_beside(str(model["ref"]), source.parent))
         elif "parameters" in model:
             spec = ModelSpec.from_parameters(int(model["parameters"]), model.get("name"))
         else:

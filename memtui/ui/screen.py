@@ -301,8 +301,9 @@ class DashboardScreen(Screen[None]):
         self.app.call_from_thread(self._saved, written)
 
     def _saved(self, path: Path) -> None:
-        self._note = f"plan saved to {path}"
-        self.notify(f"plan saved to {path}", title="Saved")
+        where = path.resolve()  # the whole path: a relative one does not say which folder
+        self._note = f"plan saved to {where}"
+        self.notify(f"plan saved to {where}", title="Saved")
         self._push_telemetry()
 
     # -- telemetry -----------------------------------------------------------------

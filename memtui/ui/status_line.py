@@ -5,8 +5,8 @@
     ● replay: run.jsonl, 8 GPUs  |  replay ended
     ○ plan-only (try `memtui --demo`): NVML not found (...): no NVIDIA driver on this machine
 No wall-clock time appears here, so snapshots of the screen stay deterministic. A line that
-says why there is no live data (plan-only, or a source in trouble) wraps onto a second line
-when the terminal is too narrow for it (80 columns), rather than cutting the reason.
+says why there is no live data (plan-only, or a source in trouble) or where the plan was saved
+wraps onto a second line when the terminal is too narrow for it, rather than cutting it.
 """
 
 from __future__ import annotations
@@ -57,11 +57,14 @@ class StatusLine(Static):
         bad = self.get_component_rich_style("status-line--bad")
         dim = self.get_component_rich_style("status-line--dim")
         snap = view.snapshot
-        # a reason (plan-only, or a source in trouble) may take two lines; all else one
-        trouble = view.plan_only_reason is not None or (
-            snap is not None and snap.state is not SourceState.OK
+        # a reason (plan-only, or a source in trouble) or a note (where the plan was saved)
+        # may take two lines; all else one
+        wraps = (
+            view.plan_only_reason is not None
+            or view.note is not None
+            or (snap is not None and snap.state is not SourceState.OK)
         )
-        text = Text(no_wrap=not trouble, overflow="ellipsis")
+        text = Text(no_wrap=not wraps, overflow="ellipsis")
         if view.plan_only_reason is not None:
             # the way forward first: on 80 columns the reason may be cut, the hint never
             text.append("○ plan-only", bad)
