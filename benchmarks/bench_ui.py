@@ -7,8 +7,9 @@
 Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
    (120x40) and the clock stops when its first full frame reaches the terminal (memtui: the
-   last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop: its header).
-   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
+   last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop:
+   its header). memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median
+   of --runs.
 2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
    stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
 3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
