@@ -86,13 +86,19 @@ class DashboardScreen(Screen[None]):
     ]
 
     # the default is never used: __init__ sets the real plan before anything reads it
-    plan: reactive[Plan] = reactive(Plan.model_construct, init=False)  # type: ignore[arg-type]
+    # repaint=False throughout: the screen draws none of these itself (its widgets do, from
+    # the views pushed down); a repainting reactive here redrew the whole screen on every key
+    plan: reactive[Plan] = reactive(
+        Plan.model_construct,  # type: ignore[arg-type]
+        init=False,
+        repaint=False,
+    )
     """The current plan (frozen); replaced whole on every change."""
-    report: reactive[Report | None] = reactive(None, init=False)
+    report: reactive[Report | None] = reactive(None, init=False, repaint=False)
     """The estimator's report for `plan`."""
-    snapshot: reactive[NodeSnapshot | None] = reactive(None, init=False)
+    snapshot: reactive[NodeSnapshot | None] = reactive(None, init=False, repaint=False)
     """The latest telemetry snapshot; None before the first poll and in plan-only mode."""
-    unit: reactive[str] = reactive("GB", init=False)
+    unit: reactive[str] = reactive("GB", init=False, repaint=False)
     """GB (10^9 bytes) or GiB (2^30), said on every figure."""
 
     def __init__(
