@@ -82,6 +82,7 @@ class GpuPanel(Vertical):
         super().__init__(id=id)
         self._initial_rows = rows
         self._row_styles: tuple[str, dict[str, Style]] | None = None
+        self._legend_styles: tuple[str, dict[str, Style]] | None = None
 
     def row_styles(self) -> dict[str, Style]:
         """The rows' styles under the current theme (resolved once per theme)."""
@@ -95,6 +96,15 @@ class GpuPanel(Vertical):
             }
             self._row_styles = (theme, styles)
         return self._row_styles[1]
+
+    def legend_styles(self) -> dict[str, Style]:
+        """The legend's style for each term key under the current theme (resolved once per
+        theme, like `row_styles`: every plan change redraws the legend)."""
+        theme = self.app.theme
+        if self._legend_styles is None or self._legend_styles[0] != theme:
+            styles = {k: self.get_component_rich_style(f"gpu-panel--{k}") for k in TERM_VARIABLES}
+            self._legend_styles = (theme, styles)
+        return self._legend_styles[1]
 
     def compose(self) -> ComposeResult:
         yield ViewWidget(id="legend")
@@ -151,13 +161,14 @@ class GpuPanel(Vertical):
     def _legend(self, view: PanelView) -> Text:
         unit = view.unit
         scale = "10^9" if unit == "GB" else "2^30"
+        styles = self.legend_styles()
         for short in (False, True):
             text = Text()
             text.append(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
             text.append(f" ({unit} = {scale} B; rows: used/budget): ")
             for term in view.budget.terms:
                 label = _SHORT_LABELS[term.key] if short else term.label.lower()
-                text.append("■", self.get_component_rich_style(f"gpu-panel--{term.key}"))
+                text.append("■", styles[term.key])
                 text.append(f"{label} {num(term.bytes, unit)} ")
             if text.cell_len <= 2 * self.size.width - 12:
                 break  # long labels when they fit on two lines
