@@ -71,7 +71,9 @@ class GpuPanel(Vertical):
     GpuPanel > #legend { height: auto; }
     """
 
-    view: reactive[PanelView | None] = reactive(None, always_update=True)
+    # repaint=False: the panel itself draws only its border; its legend and rows repaint
+    # when _draw hands them new data (a repaint here redrew the whole bordered panel)
+    view: reactive[PanelView | None] = reactive(None, always_update=True, repaint=False)
     """Set by the screen after every plan change and every poll."""
     narrow: reactive[bool] = reactive(False)
     """Compact rows and legend."""
