@@ -24,6 +24,19 @@ from memtui.ui.themes import VARIABLE_DEFAULTS, load_themes, theme_dirs
 REPO = Path(__file__).resolve().parent.parent
 
 
+# A small LLaMA-style config.json, as a user's local model folder would hold it.
+TINY_LLAMA_CONFIG = {
+    "model_type": "llama",
+    "hidden_size": 512,
+    "intermediate_size": 1376,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 4,
+    "vocab_size": 32000,
+    "tie_word_embeddings": False,
+}
+
+
 # -- themes ---------------------------------------------------------------------------
 
 
@@ -121,16 +134,7 @@ def test_bad_plan_files_are_one_line_usage_errors(tmp_path: Path) -> None:
 
 
 async def test_model_picker_searches_the_catalog_and_loads_a_config(tmp_path: Path) -> None:
-    config = {
-        "model_type": "llama",
-        "hidden_size": 512,
-        "intermediate_size": 1376,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 8,
-        "num_hidden_layers": 4,
-        "vocab_size": 32000,
-        "tie_word_embeddings": False,
-    }
+    config = TINY_LLAMA_CONFIG
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     app = make_app(llama_plan())
@@ -437,16 +441,7 @@ def test_relative_config_refs_resolve_against_the_plan_files_folder(
 ) -> None:
     from memtui.estimator.model_source import load_model
 
-    config = {
-        "model_type": "llama",
-        "hidden_size": 512,
-        "intermediate_size": 1376,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 8,
-        "num_hidden_layers": 4,
-        "vocab_size": 32000,
-        "tie_word_embeddings": False,
-    }
+    config = TINY_LLAMA_CONFIG
     plans = tmp_path / "plans"
     (plans / "tiny").mkdir(parents=True)
     (plans / "tiny" / "config.json").write_text(json.dumps(config))
