@@ -296,9 +296,3 @@ class Architecture(BaseModel):
     def outside_layer_parameters(self) -> int:
         """Embeddings, positions, final norm and lm_head: FSDP's root unit."""
         return sum(t.numel * t.count for t in self.tensors if not t.in_layer)
-
-    def active_parameters(self) -> int:
-        """Parameters a token passes through (MoE: only its top-k experts)."""
-        inactive_experts = self.num_experts - self.experts_per_token
-        expert = sum(t.numel for t in self.tensors if t.group == "expert")
-        return self.parameter_count - expert * inactive_experts * self.moe_layer_count

@@ -20,6 +20,7 @@ from memtui.estimator.plan import (
     Strategy,
 )
 from memtui.estimator.report import Lever
+from memtui.estimator.state import static_state
 
 NEXT_STAGE = {
     Strategy.ddp: Strategy.zero1,
@@ -55,11 +56,11 @@ def levers(plan: Plan, total: int) -> tuple[Lever, ...]:
     next_stage = NEXT_STAGE.get(plan.strategy)
     if plan.strategy is Strategy.hsdp and plan.hardware.nodes == 1:
         next_stage = None
-    state_trainable = plan.model.parameters  # upper bound for the ratio below
+    trainable = static_state(plan).trainable  # memoised: the budget just computed it
     extra_comm = ""
     if next_stage is not None:
-        now = sum(volume(plan, plan.strategy, state_trainable))
-        then = sum(volume(plan, next_stage, state_trainable))
+        now = sum(volume(plan, plan.strategy, trainable))
+        then = sum(volume(plan, next_stage, trainable))
         if now:
             extra_comm = f", communication x{then / now:.2f}"
     gathers = ""

@@ -201,8 +201,3 @@ class Plan(BaseModel):
     def data_parallel(self) -> int:
         """N: the GPUs that share (shard) the training state."""
         return self.hardware.gpus // self.tp
-
-    @property
-    def global_batch(self) -> int:
-        """Sequences per optimizer step over all data-parallel GPUs."""
-        return self.micro_batch * self.grad_accum * self.data_parallel

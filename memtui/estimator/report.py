@@ -16,7 +16,6 @@ TERM_KEYS = (
     "transient",
     "overhead",
 )
-STATIC_KEYS = TERM_KEYS[:4]
 
 
 class Frozen(BaseModel):
