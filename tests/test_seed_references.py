@@ -21,7 +21,8 @@ from memtui.estimator import (
     Strategy,
     estimate,
 )
-from memtui.estimator.state import nf4_bits_per_param, static_state
+from memtui.estimator.model_source import load_model
+from memtui.estimator.state import frozen_base_bytes, nf4_bits_per_param, static_state
 
 GB = 10**9
 P13 = 13 * 10**9
@@ -127,8 +128,19 @@ def test_seed002_lora_with_a_2_5_percent_adapter_is_2_3_gb():
 
 def test_seed002_four_bit_base_is_half_a_gb_per_billion():
     # NF4 codes: 4 bits = 0.5 GB per billion; the absmax adds 0.5 bit (0.127 with double
-    # quantization), DESIGN.md section 5.
-    assert GB * 4 / 8 == 0.5 * GB
+    # quantization), DESIGN.md section 5. Checked on a real QLoRA base: Llama-2-7B's linear
+    # layers are quantized, its embeddings and norms stay in bf16 (no upcast here).
+    plan = Plan(
+        model=load_model("meta-llama/Llama-2-7b-hf"),
+        method=Method.qlora,
+        qlora_double_quant=False,
+        qlora_upcast=False,
+    )
+    p = plan.model.parameters
+    linear = p - 2 * 32000 * 4096 - 65 * 4096  # all but the embeddings and 65 norms
+    absmax = linear * 0.5 / 8
+    codes = frozen_base_bytes(plan) - 2 * (p - linear) - absmax
+    assert codes / linear * GB == 0.5 * GB
     assert nf4_bits_per_param(False) == 4.5
     assert round(nf4_bits_per_param(True), 3) == 4.127
 
