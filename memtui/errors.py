@@ -1,5 +1,41 @@
-"""Errors that the CLI reports as one line instead of a traceback."""
+"""Errors memtui reports as one line a user understands, never as a traceback.
+
+Every layer raises a `MemtuiError` (or a subclass) for bad input: the CLI prints it on stderr
+and exits 2, the dashboard shows it in a notification and keeps running. `one_line` turns any
+exception (pydantic's ValidationError included) into that one line.
+"""
+
+from __future__ import annotations
 
 
-class UsageError(Exception):
-    """A bad flag value or input file found after parsing: one line on stderr, exit code 2."""
+class MemtuiError(ValueError):
+    """Bad input found after parsing: `str()` is one line (what is wrong), `hint` what to do.
+
+    A ValueError, so code that validates plans (pydantic validators, the settings cycle)
+    treats it like any other rejected value."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}; {self.hint}" if self.hint else self.message
+
+
+class UsageError(MemtuiError):
+    """A bad flag value or input file: one line on stderr, exit code 2."""
+
+
+def one_line(err: BaseException) -> str:
+    """Any error as one line a user understands (a pydantic ValidationError: its first error,
+    with the field it is about)."""
+    from pydantic import ValidationError  # lazy: pydantic is imported by whoever raised it
+
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        return f"{where}: {msg}" if where else msg
+    text = str(err)
+    return text.splitlines()[0] if text else type(err).__name__

@@ -208,7 +208,7 @@ async def test_keys_are_remappable_by_binding_id(replay_trace: Path) -> None:
 
 
 async def test_save_key_writes_the_plan_atomically(replay_trace: Path, tmp_path: Path) -> None:
-    from memtui.ui.plan_file import load_plan
+    from memtui.plans.memtui_toml import load_plan
 
     target = tmp_path / "saved" / "plan.toml"
     app = make_app(

@@ -16,9 +16,9 @@ from memtui.cli import build_parser, main
 from memtui.commands import dashboard
 from memtui.errors import UsageError
 from memtui.estimator import Method, Strategy
+from memtui.plans.memtui_toml import load_plan, plan_to_toml, save_plan
 from memtui.telemetry import ReplaySource, SyntheticSource
 from memtui.ui import make_app
-from memtui.ui.plan_file import load_plan, plan_to_toml, save_plan
 from memtui.ui.themes import VARIABLE_DEFAULTS, load_themes, theme_dirs
 
 REPO = Path(__file__).resolve().parent.parent

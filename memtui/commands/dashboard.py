@@ -90,7 +90,7 @@ def build(args: argparse.Namespace) -> Any:
         source = telemetry.open_nvml(only, timeout_s=args.timeout)
     first = FirstPoll(source) if source is not None else None
 
-    from memtui.ui.plan_file import load_plan
+    from memtui.plans.memtui_toml import load_plan
 
     base = load_plan(args.plan) if args.plan else None
     plan = plan_from_args(args, base=base)

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from memtui.errors import UsageError
+from memtui.errors import UsageError, one_line
 
 DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
 
@@ -227,18 +227,6 @@ def _given(args: argparse.Namespace, fields: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def one_line(err: Exception) -> str:
-    """A pydantic ValidationError (or any error) as one line a user understands."""
-    from pydantic import ValidationError
-
-    if isinstance(err, ValidationError):
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        return f"{where}: {msg}" if where else msg
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
-
-
 def plan_from_args(args: argparse.Namespace, base: Any = None) -> Any:
     """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
     from pydantic import ValidationError
@@ -246,16 +234,15 @@ def plan_from_args(args: argparse.Namespace, base: Any = None) -> Any:
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.hardware import INTRA_NODE
     from memtui.estimator.model_source import load_model
-    from memtui.estimator.plan import Hardware, ModelSpec, OverheadSettings, Plan
-    from memtui.estimator.state import trainable_tensors
+    from memtui.estimator.plan import ModelSpec, Plan
 
-    if args.model and args.params:
+    if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
     try:
-        if args.params:
+        if args.params is not None:
             model = ModelSpec.from_parameters(args.params)
-        elif args.model or base is None:
-            model = load_model(args.model or DEFAULT_MODEL)
+        elif args.model is not None or base is None:
+            model = load_model(DEFAULT_MODEL if args.model is None else args.model)
         else:
             model = base.model
         hw = _given(args, _HARDWARE_FIELDS)
@@ -264,21 +251,15 @@ def plan_from_args(args: argparse.Namespace, base: Any = None) -> Any:
             hw.update(gpu_memory=memory, gpu_name=name)
             if link and args.intra_node is None:
                 hw["intra_node_bandwidth"] = INTRA_NODE[link]
-        hardware = Hardware(**{**(base.hardware if base else Hardware()).model_dump(), **hw})
-        overhead = (base.overhead if base else OverheadSettings()).model_dump()
-        overhead.update(_given(args, _OVERHEAD_FIELDS))
+        overhead = _given(args, _OVERHEAD_FIELDS)
         if args.overhead:
             overhead["enabled"] = args.overhead != "none"
-        overhead = OverheadSettings(**overhead)
         fields = _given(args, _PLAN_FIELDS)
         if args.lora_targets:
             fields["lora_targets"] = tuple(
                 t.strip() for t in args.lora_targets.split(",") if t.strip()
             )
-        current = base.model_dump() if base else {}
-        current.update(model=model, hardware=hardware, overhead=overhead, **fields)
-        plan = Plan(**current)
-        trainable_tensors(plan)  # surfaces a LoRA target that matches nothing
-        return plan
+        start = base if base is not None else Plan(model=model)
+        return start.evolve(model=model, hardware=hw, overhead=overhead, **fields)
     except (ValidationError, ModelConfigError, ValueError) as err:
         raise UsageError(one_line(err)) from None

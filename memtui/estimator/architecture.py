@@ -292,6 +292,41 @@ class Architecture(BaseModel):
         dense_mlp = sum(t.numel * t.count for t in self.tensors if t.group == "mlp")
         return (in_layers - dense_mlp) // self.moe_layer_count
 
+    def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
+        """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
+        'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
+        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections.
+        Raises ValueError naming the modules that exist when a target matches none."""
+        layers = [lin for lin in self.linear_layers if lin.group != "head"]
+        chosen: list[LinearLayer] = []
+        for target in targets:
+            if target == "all-linear":
+                matched = layers
+            elif target == "attention":
+                matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
+            else:
+                matched = [lin for lin in layers if lin.name == target]
+                if not matched:
+                    names = sorted({lin.name for lin in layers})
+                    raise ValueError(
+                        f"LoRA target {target!r} matches no module of this model; "
+                        f"use attention, all-linear or some of: {', '.join(names)}"
+                    )
+            chosen += [lin for lin in matched if lin not in chosen]
+        return tuple(chosen)
+
+    @cached_property
+    def _value_key(self) -> tuple[object, ...]:
+        return tuple(
+            tuple(sorted(v.items())) if isinstance(v, dict) else v
+            for v in (getattr(self, name) for name in type(self).model_fields)
+        )
+
+    def __hash__(self) -> int:
+        # by value (the `names` dict hashed as sorted pairs), so caches key on what the
+        # architecture is, not on which object holds it
+        return hash(self._value_key)
+
     @cached_property
     def outside_layer_parameters(self) -> int:
         """Embeddings, positions, final norm and lm_head: FSDP's root unit."""

@@ -19,7 +19,7 @@ from memtui.estimator.report import (
     StrategyRow,
     Term,
 )
-from memtui.estimator.state import StaticState, lora_layers, static_state
+from memtui.estimator.state import StaticState, static_state
 from memtui.estimator.transient import Transient, transient
 
 MAX_MICRO_BATCH = 65536
@@ -46,7 +46,7 @@ def _trainable_roles(plan: Plan) -> frozenset[str] | None:
         return None
     if plan.lora_fraction is not None:
         return frozenset({"q", "k", "v", "qkv", "o"})
-    return frozenset(lin.role for lin in lora_layers(plan.model.architecture, plan.lora_targets))
+    return frozenset(lin.role for lin in plan.model.architecture.lora_layers(plan.lora_targets))
 
 
 def overhead_bytes(plan: Plan) -> int:

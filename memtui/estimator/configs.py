@@ -17,10 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memtui.errors import MemtuiError
 from memtui.estimator.architecture import LLAMA_NAMES, Architecture
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(MemtuiError):
     """A config.json that memtui cannot read; `str()` is one line naming the file and field."""
 
 

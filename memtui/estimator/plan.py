@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from memtui.estimator.architecture import Architecture
+from memtui.estimator.frozen import Frozen
 from memtui.estimator.units import GiB
 
 
@@ -79,10 +80,8 @@ class Checkpointing(Choice):
     full = "full"  # keep each layer's input, recompute the layer in backward
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(Frozen):
     """The model: its parameter count and, when known, its architecture."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     """What the user called it: a catalog id, a path, or the bare count."""
@@ -105,10 +104,8 @@ class ModelSpec(BaseModel):
         return cls(name=name, parameters=architecture.parameter_count, architecture=architecture)
 
 
-class Hardware(BaseModel):
+class Hardware(Frozen):
     """The node(s): how many GPUs, how much memory each, how fast they talk."""
-
-    model_config = ConfigDict(frozen=True)
 
     gpus_per_node: int = Field(8, ge=1, le=1024)
     """GPUs in one node."""
@@ -128,10 +125,8 @@ class Hardware(BaseModel):
         return self.gpus_per_node * self.nodes
 
 
-class OverheadSettings(BaseModel):
+class OverheadSettings(Frozen):
     """Memory that is not the model's: CUDA context, NCCL, allocator fragmentation."""
-
-    model_config = ConfigDict(frozen=True)
 
     enabled: bool = True
     """False: show the model's memory alone (`--overhead none`)."""
@@ -146,10 +141,8 @@ class OverheadSettings(BaseModel):
     DESIGN.md section 5; PyTorch memory_stats reserved - allocated)."""
 
 
-class Plan(BaseModel):
+class Plan(Frozen):
     """Everything the estimator needs; frozen, replaced whole on every change."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: ModelSpec
     hardware: Hardware = Hardware()
@@ -195,6 +188,10 @@ class Plan(BaseModel):
             raise ValueError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
             )
+        if not self.lora_targets:
+            raise ValueError("no LoRA targets: use attention, all-linear or module names")
+        # checked whatever the method: the LoRA levers and the method key switch to LoRA
+        self.model.architecture.lora_layers(self.lora_targets)
         return self
 
     @property

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtui.estimator.architecture import ATTENTION_ROLES, Architecture, LinearLayer
 from memtui.estimator.memo import IdentityMemo
 from memtui.estimator.plan import Method, Offload, Optimizer, Plan, Precision, StateDtype, Strategy
 
@@ -62,27 +61,6 @@ class StaticState:
         return self.weights + self.gradients + self.master_weights + self.optimizer_states
 
 
-def lora_layers(arch: Architecture, targets: tuple[str, ...]) -> list[LinearLayer]:
-    """The linear modules PEFT would adapt for these target names."""
-    layers = [lin for lin in arch.linear_layers if lin.group != "head"]
-    chosen: list[LinearLayer] = []
-    for target in targets:
-        if target == "all-linear":  # PEFT: every nn.Linear but the output layer
-            matched = layers
-        elif target == "attention":
-            matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
-        else:
-            matched = [lin for lin in layers if lin.name == target]
-            if not matched:
-                names = sorted({lin.name for lin in layers})
-                raise ValueError(
-                    f"LoRA target {target!r} matches no module of this model; "
-                    f"use attention, all-linear or some of: {', '.join(names)}"
-                )
-        chosen += [lin for lin in matched if lin not in chosen]
-    return chosen
-
-
 def _scaled(tensors: list[TrainableTensor], scale: float) -> list[TrainableTensor]:
     """A bare count's tensors: the assumed shape's, scaled (shapes are then unknown)."""
     return [TrainableTensor(int(t.numel * scale), t.count) for t in tensors]
@@ -107,7 +85,7 @@ def trainable_tensors(plan: Plan) -> list[TrainableTensor]:
         return [TrainableTensor(round(plan.model.parameters * plan.lora_fraction), 1)]
     r = plan.lora_rank
     tensors = []
-    for lin in lora_layers(arch, plan.lora_targets):
+    for lin in arch.lora_layers(plan.lora_targets):
         # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
         tensors.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
         tensors.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))

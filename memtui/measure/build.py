@@ -148,7 +148,5 @@ def _adapters_in(dtype: torch.dtype, fake: bool) -> Iterator[None]:
 
 
 def _targets(plan: Plan) -> list[str] | str:
-    from memtui.estimator.state import lora_layers
-
-    layers = lora_layers(plan.model.architecture, plan.lora_targets)
+    layers = plan.model.architecture.lora_layers(plan.lora_targets)
     return sorted({lin.name for lin in layers})

@@ -102,7 +102,7 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
 
     @work(thread=True, exclusive=True, group="load-model")
     def _load(self, ref: str) -> None:
-        from memtui.commands.plan_flags import one_line
+        from memtui.errors import one_line
         from memtui.estimator.model_source import load_model
 
         spec: ModelSpec | str

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memtui.errors import one_line
 from memtui.estimator import (
     Attention,
     Checkpointing,
@@ -36,21 +37,11 @@ class PlanEditError(ValueError):
 
 
 def _validated(plan: Plan, update: dict[str, Any]) -> Plan:
-    # model_copy skips validation; rebuilding through the constructor runs every validator,
-    # and trainable_tensors the check plan_from_args adds (LoRA targets the model lacks)
-    from memtui.estimator.state import trainable_tensors
-
-    new = Plan(**{**plan.model_dump(), **update, "model": plan.model})
-    if new.method is not Method.full and (
-        new.method is not plan.method or new.lora_targets != plan.lora_targets
-    ):
-        trainable_tensors(new)
-    return new
+    return plan.evolve(**update)  # every validator runs (LoRA targets the model lacks too)
 
 
 def _with_hardware(plan: Plan, **fields: Any) -> Plan:
-    hardware = plan.hardware.model_copy(update=fields)
-    return _validated(plan, {"hardware": type(plan.hardware)(**hardware.model_dump())})
+    return plan.evolve(hardware=fields)
 
 
 def _cycle(
@@ -66,14 +57,8 @@ def _cycle(
         try:
             return build(candidate)
         except (ValidationError, ValueError) as err:
-            first_error = first_error or _one_line(err)
+            first_error = first_error or one_line(err)
     raise PlanEditError(first_error or "no other value is valid here")
-
-
-def _one_line(err: Exception) -> str:
-    from memtui.commands.plan_flags import one_line
-
-    return one_line(err)
 
 
 def _ladder(values: Sequence[int], current: int, direction: int) -> int:
@@ -124,7 +109,7 @@ def _int_setting(key: str, label: str, ladder: Sequence[int] | None = None) -> S
         try:
             return _validated(p, {key: new})
         except (ValidationError, ValueError) as err:
-            raise PlanEditError(_one_line(err)) from None
+            raise PlanEditError(one_line(err)) from None
 
     return Setting(key, label, lambda p: f"{getattr(p, key):,}", step)
 
@@ -177,7 +162,7 @@ def _hardware_int(key: str, label: str) -> Setting:
         try:
             return _with_hardware(p, **{key: new})
         except (ValidationError, ValueError) as err:
-            raise PlanEditError(_one_line(err)) from None
+            raise PlanEditError(one_line(err)) from None
 
     return Setting(key, label, lambda p: str(getattr(p.hardware, key)), step, (f"hardware.{key}",))
 
@@ -188,8 +173,7 @@ def _targets_step(p: Plan, d: int) -> Plan:
 
 
 def _overhead_step(p: Plan, d: int) -> Plan:
-    overhead = p.overhead.model_copy(update={"enabled": not p.overhead.enabled})
-    return _validated(p, {"overhead": type(p.overhead)(**overhead.model_dump())})
+    return p.evolve(overhead={"enabled": not p.overhead.enabled})
 
 
 def _ladder_setting(
@@ -206,10 +190,7 @@ def _ladder_setting(
         return getattr(p.overhead if overhead else p, key)
 
     def build(p: Plan, value: Any) -> Plan:
-        if not overhead:
-            return _validated(p, {key: value})
-        settings = type(p.overhead)(**{**p.overhead.model_dump(), key: value})
-        return _validated(p, {"overhead": settings})
+        return p.evolve(overhead={key: value}) if overhead else p.evolve(**{key: value})
 
     def step(p: Plan, d: int) -> Plan:
         current = get(p)
@@ -227,7 +208,7 @@ def _ladder_setting(
         try:
             return build(p, new)
         except (ValidationError, ValueError) as err:
-            raise PlanEditError(_one_line(err)) from None
+            raise PlanEditError(one_line(err)) from None
 
     fields = (f"overhead.{key}",) if overhead else (key,)
     return Setting(key, label, lambda p: show(get(p)), step, fields)
@@ -316,15 +297,10 @@ BY_KEY = {s.key: s for s in SETTINGS}
 def with_model(plan: Plan, model: ModelSpec) -> Plan:
     """The plan with another model, validated as `plan_from_args` does (e.g. LoRA targets that
     name no module of the new model); raises PlanEditError with one line."""
-    from memtui.estimator.state import trainable_tensors
-
     try:
-        new = Plan(**{**plan.model_dump(), "model": model})
-        if new.method is not Method.full:
-            trainable_tensors(new)  # surfaces a LoRA target that matches nothing
+        return plan.evolve(model=model)
     except (ValidationError, ValueError) as err:
-        raise PlanEditError(_one_line(err)) from None
-    return new
+        raise PlanEditError(one_line(err)) from None
 
 
 def step(plan: Plan, key: str, direction: int = 1) -> Plan:

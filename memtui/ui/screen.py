@@ -295,7 +295,7 @@ class DashboardScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="save")
     def _save(self, plan: Plan, path: Path) -> None:
         # file I/O (and fsync) off the event loop
-        from memtui.ui.plan_file import save_plan
+        from memtui.plans.memtui_toml import save_plan
 
         try:
             written = save_plan(plan, path)
@@ -394,9 +394,7 @@ class DashboardScreen(Screen[None]):
             hardware["gpu_name"] = smallest.name or self.plan.hardware.gpu_name
         self.fit_to_devices.clear()
         try:
-            new_hw = type(self.plan.hardware)(**{**self.plan.hardware.model_dump(), **hardware})
-            return Plan(**{**self.plan.model_dump(), "hardware": new_hw,
-                           "model": self.plan.model})  # fmt: skip
+            return self.plan.evolve(hardware=hardware)
         except ValueError as err:
             self.notify(f"kept the planned hardware: {err}", severity="warning")
             return None

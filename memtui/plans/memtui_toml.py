@@ -6,9 +6,7 @@ short and readable. A path ref is written relative to the plan file's folder, an
 path ref is read against that folder first (then as typed: the working folder, the catalog,
 the Hugging Face cache), so a plan and its config.json can move together.
 
-Writes are atomic (a temporary file in the same folder, then `os.replace`), so a crash mid-save
-never leaves half a plan; the file gets the mode a plain `open()` would give it (0666 less the
-umask; an existing file keeps its own), not mkstemp's 0600. No Textual here: the CLI imports it
+Writes are atomic (`memtui.plans.files.write_atomic`). No Textual here: the CLI imports it
 before the app starts.
 """
 
@@ -16,12 +14,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from memtui.errors import UsageError
+from memtui.errors import UsageError, one_line
 from memtui.estimator import ModelSpec, Plan
+from memtui.plans.files import write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,46 +54,10 @@ def _ref_for(ref: str, base_dir: Path | None) -> str:
         return str(path.resolve())
 
 
-def _file_mode(target: Path) -> int:
-    """The mode a new file would get from open(): 0666 less the umask; an existing file's own."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    # read, not set-and-restore: saving runs in a worker thread, and os.umask is process-wide
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # no /proc (macOS): the brief set-and-restore is all there is
-    os.umask(mask)
-    return mask
-
-
 def save_plan(plan: Plan, path: str | Path) -> Path:
     """Write `plan` to `path` atomically; returns the path written."""
     target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = plan_to_toml(plan, target.parent)
-    mode = _file_mode(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes it 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())  # the rename must not publish an empty file after a crash
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, plan_to_toml(plan, target.parent))
 
 
 def _beside(ref: str, folder: Path) -> str:
@@ -113,7 +75,6 @@ def load_plan(path: str | Path) -> Plan:
     """Read a saved plan; any problem raises UsageError with one line (file and field)."""
     from pydantic import ValidationError
 
-    from memtui.commands.plan_flags import one_line
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.model_source import load_model
 

@@ -1,0 +1,53 @@
+"""Writing a plan or an exported config to disk: atomically, with the mode a user expects.
+
+A temporary file in the same folder, fsynced, then `os.replace`: a crash mid-write never
+leaves half a file. The file gets the mode a plain `open()` would give it (0666 less the
+umask; an existing file keeps its own), not mkstemp's 0600.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def _file_mode(target: Path) -> int:
+    """The mode a new file would get from open(): 0666 less the umask; an existing file's own."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # read, not set-and-restore: saving runs in a worker thread, and os.umask is process-wide
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc (macOS): the brief set-and-restore is all there is
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write `text` to `path` atomically (creating its folder); returns the path written."""
+    target = Path(path).expanduser()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, mode)  # mkstemp makes it 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # the rename must not publish an empty file after a crash
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
