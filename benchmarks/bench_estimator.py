@@ -77,7 +77,7 @@ def main() -> None:
 
             for s in Strategy:
                 per_gpu_total(p, s)
-            levers(p, per_gpu_total(p))
+            levers(p, per_gpu_total(p), per_gpu_total)
 
         evaluation = median_seconds(no_search, args.repeat)
         print(

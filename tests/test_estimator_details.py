@@ -114,6 +114,14 @@ def test_korthikanti_gpt_layer_without_recompute_is_34_plus_5as_over_h():
         vocab_size=50257,
         mlp_kind="plain",
         norm_kind="layernorm",
+        # Korthikanti's GPT layer: GeLU, learned positions, dropout 0.1 everywhere, softmax in
+        # the activation dtype
+        hidden_act="gelu",
+        rotary=False,
+        attention_dropout=0.1,
+        residual_dropout=0.1,
+        embedding_dropout=0.1,
+        eager_softmax_fp32=False,
     )
     kwargs = dict(seq_len=s, micro_batch=b, precision=Precision.bf16_mixed)
     tail = (5 * h + 24) * s * b  # dropout mask, final norm, lm_head input, ids and labels

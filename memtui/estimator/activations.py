@@ -39,30 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memtui.estimator.architecture import Architecture
-from memtui.estimator.memo import per_anchor
-from memtui.estimator.plan import Attention, Checkpointing, Precision
+from memtui.estimator.choices import Attention, Checkpointing, Precision
+from memtui.estimator.memo import memoised
 
 ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
-
-# Families whose RMSNorm is LlamaRMSNorm: x.float() -> x * rsqrt(mean(x^2) + eps) -> weight *
-# (that).to(input dtype). Gemma's norm multiplies by (1 + weight) in fp32 instead.
-GEMMA_NORM = frozenset({"gemma", "gemma2", "gemma3_text"})
-# Gemma 2 soft-caps the attention scores (eager) and the final logits: cap * tanh(x / cap),
-# whose tanh keeps its output (modeling_gemma2.py eager_attention_forward, Gemma2ForCausalLM).
-SOFTCAP = frozenset({"gemma2"})
-# Plain-MLP activations: f-sized tensors the activation itself saves beyond fc_out's input.
-# HF's GPT-2 "gelu_new" is NewGELUActivation, written in Python: 0.5*x*(1 + tanh(c(x +
-# 0.044715 x^3))) keeps x (pow), tanh's output, 0.5x and (1 + tanh) (the last mul) = 4.
-# A fused GELU keeps its input = 1 (Korthikanti's "GeLU input"); ReLU keeps its output,
-# which is fc_out's input = 0 (OPT).
-PLAIN_ACTIVATION_SAVES = {"gpt2": 4, "opt": 0}
-DEFAULT_PLAIN_ACTIVATION_SAVES = 1
-# GPT-NeoX (Pythia): rotary on a fused, per-head interleaved query_key_value, no dropout by
-# default (hidden_dropout = attention_dropout = 0), and a parallel residual whose two
-# LayerNorms read the same input (modeling_gpt_neox.py GPTNeoXLayer, GPTNeoXAttention).
-ROTARY_PLAIN = frozenset({"gpt_neox"})
-NO_DROPOUT_PLAIN = frozenset({"gpt_neox"})
-PARALLEL_RESIDUAL = frozenset({"gpt_neox"})
 
 
 @dataclass(frozen=True)
@@ -97,7 +77,7 @@ def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Sav
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
     # x * rsqrt keeps both, and weight * y keeps y (in the activation dtype) for the weight's
     # gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    normalized = FP32 if arch.model_type in GEMMA_NORM else ACT
+    normalized = FP32 if arch.norm_output_fp32 else ACT
     return [
         Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
         Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
@@ -107,67 +87,73 @@ def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Sav
     ]
 
 
-def _attention_core(arch: Architecture, attention: Attention, fused: bool) -> list[Saved]:
-    """Tensors the attention function keeps, from q, k, v (after rotary) to its output."""
+def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Saved], list[Saved]]:
+    """Tensors the attention function keeps, from q, k, v (after rotary) to its output, in
+    forward order: (up to the softmax, what the ops after the softmax keep)."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    if attention is Attention.eager:
-        # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
-        # reshape to 3-D copies them), softmax(dtype=fp32) keeps its fp32 output, the bf16 cast
-        # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. GPT-2's softmax runs
-        # in the activation dtype and dropout p > 0 keeps a 1-byte mask and its output
-        # (Korthikanti: 2as^2b + as^2b + 2as^2b). GPT-2 passes views of the fused c_attn output
-        # (q, k, v widths), which bmm keeps as they are: the whole projection output.
-        if arch.mlp_kind == "plain":
-            return [
-                Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw),
-                Saved("softmax output", per_token_seq=a),
-                Saved("attention dropout mask", per_token_seq=a, dtype=MASK),
-                Saved("attention dropout output", per_token_seq=a),
-            ]
-        capped = [Saved("soft-capped scores (tanh output)", per_token_seq=a)]
-        return [  # in forward order; the last two belong to the ops after the softmax
+    if attention is Attention.flash:
+        return _flash_core(arch), []
+    # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
+    # reshape to 3-D copies them), softmax keeps its output, the cast to the activation dtype
+    # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. Without rotary (GPT-2,
+    # OPT) q, k, v are views of the projection output, which bmm keeps as they are: the whole
+    # output (measured). GPT-2 and Falcon softmax in the activation dtype, the others in fp32.
+    # Dropout p > 0 keeps a 1-byte mask and its output (Korthikanti: 2as^2b + as^2b + 2as^2b).
+    if arch.rotary:
+        before = [
             Saved("query", per_token=qw),
             Saved("key, repeated to every query head", per_token=qw),
-            *(capped if arch.model_type in SOFTCAP else []),
-            Saved("softmax output (fp32)", per_token_seq=a, dtype=FP32),
-            Saved("value, repeated to every query head", per_token=qw),
-            Saved("attention probabilities", per_token_seq=a),
         ]
-    # SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k, v
-    # at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
-    # and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid
-    # out (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it.
-    if fused and (arch.mlp_kind != "plain" or arch.model_type in ROTARY_PLAIN):
-        # A fused qkv_proj (Phi-3): rotary makes new q and k, but v stays a view of the
-        # projection output, so the whole output stays alive with it.
+        after = [Saved("value, repeated to every query head", per_token=qw)]
+    else:
+        before = [Saved("q, k, v (projection output, kept by their views)", per_token=qw + 2 * kvw)]
+        after = []
+    if arch.attn_softcap:  # Gemma 2: cap * tanh(scores / cap) keeps the tanh output
+        before.append(Saved("soft-capped scores (tanh output)", per_token_seq=a))
+    fp32 = arch.eager_softmax_fp32
+    before.append(Saved("softmax output", per_token_seq=a, dtype=FP32 if fp32 else ACT))
+    if arch.attention_dropout:
+        after += [
+            Saved("attention dropout mask", per_token_seq=a, dtype=MASK),
+            Saved("attention dropout output", per_token_seq=a),
+        ]
+    elif fp32:
+        after.append(Saved("attention probabilities (cast)", per_token_seq=a))
+    return before, after
+
+
+def _flash_core(arch: Architecture) -> list[Saved]:
+    """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
+    v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
+    and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid out
+    (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it."""
+    a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
+    if arch.fused_qkv and arch.rotary:
+        # A fused qkv_proj (Phi-3, GPT-NeoX): rotary makes new q and k, but v stays a view of
+        # the projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
-    elif fused:
-        qkv = [Saved("q, k, v (fused projection output)", per_token=qw + 2 * kvw)]
     else:
         qkv = [Saved("query, key, value", per_token=qw + 2 * kvw)]
-    saved = [
+    return [
         *qkv,
         Saved("attention output (= o_proj input)", per_token=qw),
         Saved("attention log-sum-exp", per_token=a, dtype=FP32),
     ]
-    return saved
 
 
 def _mlp(arch: Architecture) -> list[Saved]:
     h, f = arch.hidden_size, arch.intermediate_size
     if arch.mlp_kind == "plain":
-        k = PLAIN_ACTIVATION_SAVES.get(arch.model_type, DEFAULT_PLAIN_ACTIVATION_SAVES)
+        k = arch.activation_saves
         saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w("fc_in"))]
         if k:
             saved.append(Saved("activation intermediates", per_token=k * f))
         return [
             *saved,
             Saved("activation output (fc_out input)", per_token=f, for_weights=_w("fc_out")),
-            *([] if arch.model_type in NO_DROPOUT_PLAIN else [
-                Saved("MLP dropout mask", per_token=h, dtype=MASK)]),
-        ]  # fmt: skip
+        ]
     if arch.moe_layer_count:
         return _moe_mlp(arch)
     # LlamaMLP: down(act(gate(x)) * up(x)). gate and up keep x; SiLU keeps its input (the gate
@@ -214,7 +200,6 @@ def _attention_parts(
     """The attention sub-layer after its norm, split where backward meets the attention core:
     (projection inputs and the core's tensors, what comes after the core)."""
     h, a, qw, kvw = arch.hidden_size, arch.num_heads, arch.q_width, arch.kv_width
-    plain = arch.mlp_kind == "plain"
     upto = [Saved("QKV input (norm output)", per_token=h, for_weights=_w("q", "k", "v", "qkv"))]
     if arch.qk_norm == "per_head":  # Qwen3: an RMSNorm of head_dim on every q and k head
         upto += [
@@ -229,10 +214,11 @@ def _attention_parts(
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
         after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
     else:
-        upto += _attention_core(arch, attention, fused=plain or arch.fused_qkv)
+        before, behind = _attention_core(arch, attention)
+        upto += before + behind
         if attention is Attention.eager:
             after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
-    if plain and arch.model_type not in NO_DROPOUT_PLAIN:
+    if arch.residual_dropout:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
     return upto, after
 
@@ -244,16 +230,21 @@ def _layer_parts(
     h = arch.hidden_size
     upto, after = _attention_parts(arch, attention, checkpointing is Checkpointing.selective)
     extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
-    mlp_norm = _norm(arch, "MLP norm", h)
-    if arch.model_type in PARALLEL_RESIDUAL:  # its input is the attention norm's input
-        mlp_norm = [item for item in mlp_norm if not item.what.endswith("input")]
-    after += mlp_norm
+    mlp = _mlp(arch)
+    if not arch.parallel_residual:
+        after += _norm(arch, "MLP norm", h)
+    elif arch.norms_per_layer >= 2:  # its own norm, whose input is the attention norm's input
+        after += [item for item in _norm(arch, "MLP norm", h) if item.what != "MLP norm input"]
+    else:  # one norm feeds both (Falcon-7B): the MLP's input is the QKV input, kept once
+        mlp = mlp[1:]
     if extra_norms:
         after += _norm(arch, "extra norms", h, count=extra_norms)
-    return [*_norm(arch, "attention norm", h), *upto], [*after, *_mlp(arch)]
+    if arch.residual_dropout:
+        mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=MASK))
+    return [*_norm(arch, "attention norm", h), *upto], [*after, *mlp]
 
 
-@per_anchor  # pure in its arguments; called for every plan the levers and search try
+@memoised  # pure in its arguments; called for every plan the levers and search try
 def layer_saved(
     arch: Architecture, attention: Attention, checkpointing: Checkpointing = Checkpointing.none
 ) -> tuple[Saved, ...]:
@@ -271,7 +262,7 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
     incoming = Saved("gradient of the attention output", per_token=arch.hidden_size)
     if attention is Attention.eager:
-        if arch.mlp_kind == "plain":
+        if not arch.eager_softmax_fp32:
             # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
             return [incoming, Saved("score gradients", per_token_seq=2 * a)]
         # The bf16 cast's backward makes an fp32 gradient of the scores; softmax's backward
@@ -286,10 +277,8 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
 
 def _freed_before_softmax_backward(arch: Architecture, attention: Attention) -> list[Saved]:
     """The eager core's tensors that backward frees before the softmax's backward (its worst
-    moment): those of the ops after the softmax, the last two of `_attention_core`."""
-    if attention is not Attention.eager:
-        return []
-    return _attention_core(arch, attention, fused=arch.mlp_kind == "plain" or arch.fused_qkv)[-2:]
+    moment): those the ops after the softmax keep."""
+    return _attention_core(arch, attention)[1]
 
 
 def _mlp_backward(arch: Architecture) -> list[Saved]:
@@ -327,7 +316,8 @@ def _layer_backward_peak(
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
     upto, after = _layer_parts(arch, attention, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    core = _attention_core(arch, attention, fused=arch.mlp_kind == "plain" or arch.fused_qkv)
+    before, behind = _attention_core(arch, attention)
+    core = before + behind
     rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
     # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
     mlp = kept + rebuilt + size(_mlp_backward(arch))
@@ -349,7 +339,7 @@ def _layer_backward_peak(
     return max(mlp, attn)
 
 
-@per_anchor
+@memoised
 def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     """Outside the layers: (what lives through backward: token ids, rotary cos/sin; what the
     loss's and lm_head's backward free before the layers' backward: final norm, lm_head
@@ -357,14 +347,12 @@ def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     h = arch.hidden_size
     # The batch's token ids: held by the training loop (the embedding keeps them too).
     kept = [Saved("token ids", per_token=1, dtype=INT64)]
-    if arch.mlp_kind == "plain":
-        if arch.model_type not in NO_DROPOUT_PLAIN:
-            kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
-        if arch.model_type in ROTARY_PLAIN:  # cos and sin per position (rotary dims <= d)
-            kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
-    else:
+    if arch.embedding_dropout:
+        kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
+    if arch.rotary:
         # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the activation dtype, built
-        # once per forward from position ids of shape (1, s) and kept by every layer's rotary.
+        # once per forward from position ids of shape (1, s) and kept by every layer's rotary
+        # (GPT-NeoX's partial rotary keeps no more: its rotary dims are at most head_dim).
         kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
     freed = _norm(arch, "final norm", h) if arch.final_norm else []
     freed += [
@@ -405,7 +393,7 @@ def _bytes(
     return total
 
 
-@per_anchor  # the strategy table and the UI ask again for the same micro-batch
+@memoised  # the strategy table and the UI ask again for the same micro-batch
 def activation_bytes(
     arch: Architecture,
     *,
@@ -477,6 +465,6 @@ def logits_bytes(
     """Peak bytes of the logits and the causal-LM loss: 3 x 4 bytes per logit (b s V) in
     bf16 and fp32 alike, measured (see LOSS_FP32_BUFFERS_AT_PEAK)."""
     per_logit = 4 * LOSS_FP32_BUFFERS_AT_PEAK
-    if arch.model_type in SOFTCAP:  # the final soft-cap's tanh output, in the activation dtype
+    if arch.logit_softcap:  # the final soft-cap's tanh output, in the activation dtype
         per_logit += 4 if precision is Precision.fp32 else 2
     return -(-(seq_len * micro_batch * arch.vocab_size * per_logit) // tp)

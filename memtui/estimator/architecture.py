@@ -36,6 +36,15 @@ LLAMA_NAMES: dict[str, str] = {
     "embed_out": "project_out",
 }
 ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o"})
+# f-wide tensors an activation saves for backward beyond its output, counted op by op from
+# transformers' activations.py (ACT2CLS). A fused kernel (nn.functional.gelu, silu, the tanh
+# GELU "gelu_pytorch_tanh") keeps its input: 1, Korthikanti's "GeLU input". ReLU keeps its
+# output, which is fc_out's input anyway: 0. Python-written ones keep every product's
+# factors: NewGELUActivation 0.5*x*(1 + tanh(c(x + 0.044715 x^3))) keeps x (pow), tanh's
+# output, 0.5x and (1 + tanh): 4 (measured: GPT-2 rows of docs/accuracy.md);
+# FastGELUActivation keeps x, x*c, (1 + 0.044715 x^2), tanh's output, 0.5x and (1 + tanh):
+# 6; QuickGELUActivation x * sigmoid(1.702 x) keeps x and the sigmoid: 2.
+ACTIVATION_SAVES = {"relu": 0, "gelu_new": 4, "gelu_fast": 6, "quick_gelu": 2}
 TensorGroup = Literal[
     "attention", "mlp", "expert", "shared_expert", "router", "norm", "embedding", "head"
 ]
@@ -127,6 +136,31 @@ class Architecture(BaseModel):
     """How many layers are MoE; -1 means all of them when num_experts > 0."""
     shared_expert_intermediate_size: int = Field(0, ge=0)
     """Qwen2-MoE's always-on shared expert (with its sigmoid gate); 0 for none."""
+    hidden_act: str = "silu"
+    """The MLP's activation function (config `hidden_act` / `activation_function`): what it
+    saves for backward depends on how it is written (`activation_saves`)."""
+    rotary: bool = True
+    """Rotary position embeddings applied to q and k (new tensors); False for learned
+    absolute positions (GPT-2, OPT) or ALiBi."""
+    parallel_residual: bool = False
+    """Attention and MLP read the same layer input (GPT-NeoX use_parallel_residual, Falcon
+    parallel_attn): the MLP's norm shares its input with the attention's."""
+    attention_dropout: float = Field(0.0, ge=0, lt=1)
+    """Dropout on the attention probabilities (eager attention keeps a 1-byte mask)."""
+    residual_dropout: float = Field(0.0, ge=0, lt=1)
+    """Dropout on the attention and MLP outputs before each residual add (a mask each)."""
+    embedding_dropout: float = Field(0.0, ge=0, lt=1)
+    """Dropout after the embeddings (one mask per token)."""
+    eager_softmax_fp32: bool = True
+    """Eager attention computes the softmax in fp32 and casts back (Llama's, OPT's and
+    GPT-NeoX's eager_attention_forward); GPT-2 and Falcon run it in the activation dtype."""
+    norm_output_fp32: bool = False
+    """The RMSNorm multiplies by its weight in fp32 and keeps the normalized tensor in fp32
+    (Gemma's (1 + weight) * x, modeling_gemma.py GemmaRMSNorm)."""
+    attn_softcap: float = Field(0.0, ge=0)
+    """Soft-capping of the attention scores, cap * tanh(x / cap) (Gemma 2); 0 for none."""
+    logit_softcap: float = Field(0.0, ge=0)
+    """Soft-capping of the final logits (Gemma 2); 0 for none."""
     names: dict[str, str] = Field(default_factory=lambda: dict(LLAMA_NAMES))
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
@@ -141,6 +175,12 @@ class Architecture(BaseModel):
         if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
             raise ValueError("experts_per_token must be between 1 and num_experts")
         return self
+
+    @property
+    def activation_saves(self) -> int:
+        """f-wide tensors a plain MLP's activation saves beyond fc_out's input
+        (`ACTIVATION_SAVES`; 1 for a fused kernel: it keeps its input)."""
+        return ACTIVATION_SAVES.get(self.hidden_act, 1)
 
     @property
     def kv_heads(self) -> int:
@@ -185,6 +225,13 @@ class Architecture(BaseModel):
             intermediate_size=4 * hidden,
             vocab_size=vocab_size,
             mlp_kind="plain",
+            # Korthikanti et al.'s GPT layer: GELU, learned positions, dropout everywhere
+            hidden_act="gelu",
+            rotary=False,
+            attention_dropout=0.1,
+            residual_dropout=0.1,
+            embedding_dropout=0.1,
+            eager_softmax_fp32=False,
             assumed=True,
         )
 
@@ -316,16 +363,29 @@ class Architecture(BaseModel):
         return tuple(chosen)
 
     @cached_property
-    def _value_key(self) -> tuple[object, ...]:
+    def _value(self) -> tuple[object, ...]:
         return tuple(
             tuple(sorted(v.items())) if isinstance(v, dict) else v
             for v in (getattr(self, name) for name in type(self).model_fields)
         )
 
+    @cached_property
+    def _hash(self) -> int:
+        return hash(self._value)
+
     def __hash__(self) -> int:
         # by value (the `names` dict hashed as sorted pairs), so caches key on what the
-        # architecture is, not on which object holds it
-        return hash(self._value_key)
+        # architecture is, not on which object holds it; computed once (it is frozen)
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        # by the same value, computed once: pydantic's own comparison would also compare the
+        # cached module lists, and caches compare keys on every hit by an equal copy
+        if self is other:
+            return True
+        if not isinstance(other, Architecture):
+            return NotImplemented
+        return self._hash == other._hash and self._value == other._value
 
     @cached_property
     def outside_layer_parameters(self) -> int:

@@ -2,40 +2,46 @@
 
 A ring all-reduce sends 2(N-1)/N of the buffer per GPU; a reduce-scatter or an all-gather sends
 (N-1)/N. DDP, ZeRO-1 and ZeRO-2 all move 2(N-1)/N of the gradients; ZeRO-3/FSDP gather the
-weights in forward and again in backward and reduce-scatter the gradients: 1.5x DDP.
+weights in forward and again in backward and reduce-scatter the gradients: 1.5x DDP. The
+pattern of each strategy is read from its spec (`strategies.py`), never from its name.
 """
 
 from __future__ import annotations
 
-from memtui.estimator.plan import Plan, Precision, Strategy
+from memtui.estimator.choices import Strategy
+from memtui.estimator.plan import Plan
 from memtui.estimator.report import Communication
 from memtui.estimator.state import StaticState
+from memtui.estimator.strategies import strategy_spec
 
 
 def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:
     """(intra-node, inter-node) bytes sent per GPU per optimizer step."""
-    wb = 4 if plan.precision is Precision.fp32 else 2
+    wb = plan.precision.weight_bytes  # weights and gradients travel in the parameter dtype
     weights = wb * plan.model.parameters / plan.tp
     grads = wb * trainable / plan.tp
     n, ga, nodes = plan.data_parallel, plan.grad_accum, plan.hardware.nodes
     if n == 1:
         return 0.0, 0.0
-    ring = (n - 1) / n
-    if strategy in (Strategy.ddp, Strategy.zero1):
-        # Gradients are all-reduced once per step (no_sync / accumulation boundary).
-        sent = 2 * ring * grads
-    elif strategy in (Strategy.zero2, Strategy.fsdp_shard_grad_op):
-        # Gradients are reduce-scattered every micro-batch (they are sharded), updated
-        # parameters all-gathered once per step.
-        sent = ring * (ga * grads + grads)
-    elif strategy is Strategy.hsdp:
-        g = max(1, plan.hardware.gpus_per_node // plan.tp)
+    how = strategy_spec(strategy)
+    if how.hybrid:
+        # HSDP: full sharding inside the group (a node), then the group's gradient shards are
+        # all-reduced with their replicas on the other nodes once per step.
+        g = how.shard_count(plan)
         intra = ga * (g - 1) / g * (2 * weights + grads)
         inter = 2 * (nodes - 1) / nodes * grads / g if nodes > 1 else 0.0
         return intra, inter
-    else:
+    ring = (n - 1) / n
+    if how.shards_weights:
         # ZeRO-3 / FSDP: all-gather in forward and backward, reduce-scatter, per micro-batch.
         sent = ga * ring * (2 * weights + grads)
+    elif how.shards_gradients:
+        # Gradients are reduce-scattered every micro-batch (they are sharded), updated
+        # parameters all-gathered once per step.
+        sent = ring * (ga * grads + grads)
+    else:
+        # Gradients are all-reduced once per step (no_sync / accumulation boundary).
+        sent = 2 * ring * grads
     return (0.0, sent) if nodes > 1 else (sent, 0.0)
 
 

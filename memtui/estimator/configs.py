@@ -83,6 +83,37 @@ class _Reader:
         value = self.integer(*keys, default=None, minimum=minimum)
         return value  # type: ignore[return-value]
 
+    def probability(self, *keys: str, default: float = 0.0) -> float:
+        """A dropout probability in [0, 1); `default` when absent or null."""
+        key, value = self._get(keys)
+        if value is _MISSING or value is None:
+            return default
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise self.error(key, f"must be a number, got {_describe(value)}")
+        if not 0 <= value < 1:
+            raise self.error(key, f"must be at least 0 and below 1, got {value}")
+        return float(value)
+
+    def number(self, *keys: str, default: float) -> float:
+        """A non-negative number; `default` when absent, 0 when null (turned off)."""
+        key, value = self._get(keys)
+        if value is _MISSING:
+            return default
+        if value is None:
+            return 0.0
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise self.error(key, f"must be a number of at least 0, got {_describe(value)}")
+        return float(value)
+
+    def text(self, *keys: str, default: str) -> str:
+        """A string; `default` when absent or null."""
+        key, value = self._get(keys)
+        if value is _MISSING or value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(key, f"must be a string, got {_describe(value)}")
+        return value
+
     def flag(self, *keys: str, default: bool) -> bool:
         key, value = self._get(keys)
         if value is _MISSING or value is None:
@@ -156,6 +187,10 @@ def _llama_like(
         mlp_bias=r.flag("mlp_bias", default=False),
         norm_kind="rmsnorm",
         norms_per_layer=2,  # input_layernorm, post_attention_layernorm
+        # LlamaMLP: act_fn = ACT2FN[config.hidden_act]; eager_attention_forward applies
+        # dropout=config.attention_dropout (default 0.0) to the fp32-softmaxed probabilities
+        hidden_act=r.text("hidden_act", default="silu"),
+        attention_dropout=r.probability("attention_dropout"),
         names=_names(),
     )
 
@@ -180,6 +215,8 @@ def _gemma(r: _Reader) -> dict[str, Any]:
     # weight of size h (applied as 1 + w).
     arch = _llama_like(r, tie=True)
     arch["head_dim"] = r.integer("head_dim", default=256)
+    # GemmaRMSNorm: output = x.float() normalized * (1.0 + weight.float()), cast at the end
+    arch["norm_output_fp32"] = True
     return arch
 
 
@@ -188,6 +225,10 @@ def _gemma2(r: _Reader) -> dict[str, Any]:
     # pre_feedforward_layernorm, post_feedforward_layernorm -> 4 RMSNorms per layer.
     arch = _gemma(r)
     arch["norms_per_layer"] = 4
+    # configuration_gemma2.py: attn_logit_softcapping 50.0, final_logit_softcapping 30.0
+    # (null turns either off)
+    arch["attn_softcap"] = r.number("attn_logit_softcapping", default=50.0)
+    arch["logit_softcap"] = r.number("final_logit_softcapping", default=30.0)
     return arch
 
 
@@ -203,7 +244,14 @@ def _phi3(r: _Reader) -> dict[str, Any]:
     # modeling_phi3.py: qkv_proj = Linear(h, a*d + 2*kv*d, bias=False), o_proj bias=False,
     # gate_up_proj = Linear(h, 2f, bias=False); configuration_phi3.py tie default False.
     arch = _llama_like(r, tie=False, qkv_bias=False, o_bias=False)
-    arch.update(fused_qkv=True, fused_gate_up=True, mlp_bias=False)
+    # Phi3DecoderLayer: resid_attn_dropout / resid_mlp_dropout (resid_pdrop) before each
+    # residual add; Phi3Model: embd_pdrop is in the config (default 0.0) but not applied
+    arch.update(
+        fused_qkv=True,
+        fused_gate_up=True,
+        mlp_bias=False,
+        residual_dropout=r.probability("resid_pdrop"),
+    )
     return arch
 
 
@@ -275,6 +323,14 @@ def _gpt2(r: _Reader) -> dict[str, Any]:
         norms_per_layer=2,
         fused_qkv=True,
         position_embeddings=r.integer("n_positions", "max_position_embeddings"),
+        # configuration_gpt2.py: activation_function "gelu_new", attn_pdrop, resid_pdrop and
+        # embd_pdrop 0.1; eager_attention_forward softmaxes in the activation dtype
+        hidden_act=r.text("activation_function", default="gelu_new"),
+        rotary=False,
+        attention_dropout=r.probability("attn_pdrop", default=0.1),
+        residual_dropout=r.probability("resid_pdrop", default=0.1),
+        embedding_dropout=r.probability("embd_pdrop", default=0.1),
+        eager_softmax_fp32=False,
         names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj"),
     )
 
@@ -288,7 +344,10 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
     hidden = r.integer("hidden_size")
     heads, _ = r.heads(("num_attention_heads",), None)
     bias = r.flag("attention_bias", default=True)
-    r.flag("use_parallel_residual", default=True)  # type-checked; changes no parameter
+    # configuration_gpt_neox.py: hidden_act "gelu", hidden_dropout and attention_dropout 0.0;
+    # GPTNeoXLayer applies hidden_dropout after attention and MLP, GPTNeoXModel after the
+    # embeddings (emb_dropout)
+    hidden_dropout = r.probability("hidden_dropout")
     return dict(
         hidden_size=hidden,
         num_layers=r.integer("num_hidden_layers"),
@@ -304,6 +363,11 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
         norm_kind="layernorm",
         norms_per_layer=2,
         fused_qkv=True,
+        hidden_act=r.text("hidden_act", default="gelu"),
+        parallel_residual=r.flag("use_parallel_residual", default=True),
+        attention_dropout=r.probability("attention_dropout"),
+        residual_dropout=hidden_dropout,
+        embedding_dropout=hidden_dropout,
         names=_names(
             qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
         ),
@@ -343,6 +407,13 @@ def _opt(r: _Reader) -> dict[str, Any]:
         final_norm=final_norm and affine,
         position_embeddings=r.integer("max_position_embeddings") + 2,
         embed_proj_dim=proj if proj != hidden else 0,
+        # configuration_opt.py: activation_function "relu", dropout 0.1 (OPTDecoderLayer:
+        # after self-attention and after fc2; OPTDecoder applies none to the embeddings),
+        # attention_dropout 0.0
+        hidden_act=r.text("activation_function", default="relu"),
+        rotary=False,
+        attention_dropout=r.probability("attention_dropout"),
+        residual_dropout=r.probability("dropout", default=0.1),
         names=_names(o="out_proj"),
     )
 
@@ -368,6 +439,10 @@ def _falcon(r: _Reader) -> dict[str, Any]:
     # when num_ln_in_parallel_attn == 2, else input_layernorm alone (Falcon-7B).
     norms = 2 if not parallel or ln_parallel == 2 else 1
     bias = r.flag("bias", default=False)
+    # configuration_falcon.py: activation "gelu", hidden_dropout and attention_dropout 0.0,
+    # alibi False (rotary otherwise); FalconAttention's eager path softmaxes in the
+    # activation dtype; parallel_attn feeds attention and MLP the same input
+    hidden_dropout = r.probability("hidden_dropout")
     return dict(
         hidden_size=hidden,
         num_layers=r.integer("num_hidden_layers", "n_layer"),
@@ -384,6 +459,12 @@ def _falcon(r: _Reader) -> dict[str, Any]:
         norm_kind="layernorm",
         norms_per_layer=norms,
         fused_qkv=True,
+        hidden_act=r.text("activation", default="gelu"),
+        rotary=not r.flag("alibi", default=False),
+        parallel_residual=parallel,
+        attention_dropout=r.probability("attention_dropout"),
+        residual_dropout=hidden_dropout,
+        eager_softmax_fp32=False,
         names=_names(
             qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
         ),

@@ -8,33 +8,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memtui.estimator.choices import Attention, Checkpointing, Method, Offload, Optimizer
 from memtui.estimator.communication import volume
-from memtui.estimator.plan import (
-    PARAMETER_SHARDING,
-    Attention,
-    Checkpointing,
-    Method,
-    Offload,
-    Optimizer,
-    Plan,
-    Strategy,
-)
+from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
 from memtui.estimator.state import static_state
+from memtui.estimator.strategies import strategy_spec
 
-NEXT_STAGE = {
-    Strategy.ddp: Strategy.zero1,
-    Strategy.zero1: Strategy.zero2,
-    Strategy.zero2: Strategy.zero3,
-    Strategy.fsdp_shard_grad_op: Strategy.fsdp,
-    Strategy.hsdp: Strategy.fsdp,
-}
+PlanTotal = Callable[[Plan], int]
+"""Predicted peak bytes per GPU of a plan: what the lever list re-estimates with."""
 
 
 def _lever(
     plan: Plan,
     total: int,
-    per_gpu_total: Callable[[Plan], int],
+    per_gpu_total: PlanTotal,
     name: str,
     cost: str,
     applied: bool,
@@ -44,18 +33,19 @@ def _lever(
     return Lever(name=name, saves_bytes=saves, cost=cost, applied=applied)
 
 
-def levers(plan: Plan, total: int) -> tuple[Lever, ...]:
-    """What to turn on next, what it saves for this plan, what it costs."""
-    from memtui.estimator.budget import per_gpu_total  # the lever list re-estimates the plan
+def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...]:
+    """What to turn on next, what it saves for this plan (whose peak is `total`), what it
+    costs; each saving is `per_gpu_total` of the plan with that lever pulled."""
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever:
         return _lever(plan, total, per_gpu_total, name, cost, applied, update)
 
     b = plan.micro_batch
     half = max(1, b // 2)
-    next_stage = NEXT_STAGE.get(plan.strategy)
-    if plan.strategy is Strategy.hsdp and plan.hardware.nodes == 1:
-        next_stage = None
+    how = strategy_spec(plan.strategy)
+    next_stage = how.next_stage
+    if how.hybrid and plan.hardware.nodes == 1:
+        next_stage = None  # HSDP on one node already shards over every GPU
     trainable = static_state(plan).trainable  # memoised: the budget just computed it
     extra_comm = ""
     if next_stage is not None:
@@ -64,7 +54,7 @@ def levers(plan: Plan, total: int) -> tuple[Lever, ...]:
         if now:
             extra_comm = f", communication x{then / now:.2f}"
     gathers = ""
-    if plan.strategy in PARAMETER_SHARDING:
+    if how.shards_weights:
         gathers = ", FSDP gathers the weights again for every micro-batch"
     return (
         make(
@@ -109,7 +99,7 @@ def levers(plan: Plan, total: int) -> tuple[Lever, ...]:
         make(
             "8-bit AdamW",
             "block-wise 8-bit moments; matches 32-bit Adam in the paper's runs",
-            plan.optimizer in (Optimizer.adamw8bit, Optimizer.paged_adamw8bit),
+            optimizer_spec(plan.optimizer).eight_bit,
             optimizer=Optimizer.adamw8bit,
         ),
         make(

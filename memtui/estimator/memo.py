@@ -1,46 +1,40 @@
-"""A small cache for the estimator's hot path, keyed by a model's identity plus settings.
+"""Small caches for the estimator's hot path, keyed by value.
 
-Architectures hold a dict (module names), so they are not hashable; plans are replaced, not
-mutated, and keep their model object, so the model's identity is a sound key as long as the
-cache holds the model itself (an id is never reused while its object is alive).
+Plans, models and architectures are frozen and hashable by value, so two equal plans share an
+entry whoever built them. The lever list, the strategy table and the micro-batch search ask
+for the same pieces many times per key press; the caches are bounded (cleared past 256
+entries) so a long session never grows them.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
-_MAX = 256
+MAX_ENTRIES = 256
 
 
-class IdentityMemo:
-    """Remembers `compute()` per (anchor object, key); forgets everything past 256 entries."""
+class BoundedCache:
+    """`compute()` remembered per key; forgets everything past MAX_ENTRIES entries."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, Hashable], tuple[object, object]] = {}
+        self._entries: dict[Hashable, object] = {}
 
-    def get(self, anchor: object, key: Hashable, compute: Callable[[], T]) -> T:
-        slot = (id(anchor), key)
-        hit = self._entries.get(slot)
-        if hit is not None and hit[0] is anchor:
-            return hit[1]  # type: ignore[return-value]
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        try:
+            return self._entries[key]  # type: ignore[return-value]
+        except KeyError:
+            pass
         value = compute()
-        if len(self._entries) >= _MAX:
+        if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        self._entries[slot] = (anchor, value)
+        self._entries[key] = value
         return value
 
 
-def per_anchor(fn: Callable[..., T]) -> Callable[..., T]:
-    """Memoise a pure function of (anchor, *hashable args, **hashable kwargs); the result
-    must not be mutated by callers (return tuples)."""
-    memo = IdentityMemo()
-
-    @functools.wraps(fn)
-    def wrapper(anchor: Any, *args: Hashable, **kwargs: Hashable) -> T:
-        key = (args, tuple(sorted(kwargs.items())))
-        return memo.get(anchor, key, lambda: fn(anchor, *args, **kwargs))
-
-    return wrapper
+def memoised(fn: Callable[..., T]) -> Callable[..., T]:
+    """Memoise a pure function of hashable arguments (its result must not be mutated by
+    callers: return tuples or frozen values)."""
+    return functools.lru_cache(maxsize=MAX_ENTRIES)(fn)  # type: ignore[return-value]

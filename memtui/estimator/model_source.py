@@ -1,4 +1,8 @@
-"""Where a `--model` comes from: the catalog, a config.json, a model folder, or the HF cache.
+"""Where a model comes from: one resolver for every way a user names one.
+
+`resolve_model(ref)` serves `--model`, the model picker, plan files, config importers and
+`memtui measure`: an existing config.json or model folder, a catalog id, a bare parameter count
+("13B", "6.7e9"), or a repo id in the local Hugging Face cache, tried in that order.
 
 Everything is offline and reads JSON only: no model code is executed, nothing is downloaded.
 The Hugging Face cache is searched with huggingface_hub's `try_to_load_from_cache` (the
@@ -12,11 +16,29 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from memtui.estimator.catalog import lookup
 from memtui.estimator.configs import ModelConfigError, architecture_from_config
 from memtui.estimator.plan import ModelSpec
+from memtui.estimator.units import parse_count
+
+Origin = Literal["file", "folder", "catalog", "count", "cache"]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model reference resolved: what the estimator needs, and the config behind it."""
+
+    spec: ModelSpec
+    config: Mapping[str, Any] | None
+    """The config.json object (None for a bare parameter count): what `memtui measure` builds
+    the real model from."""
+    origin: Origin
+    """Where it was found."""
 
 
 def hub_cache_dir() -> Path:
@@ -52,9 +74,10 @@ def read_config_file(path: Path) -> dict:
     return data
 
 
-def _from_file(name: str, path: Path) -> ModelSpec:
-    arch = architecture_from_config(read_config_file(path), str(path))
-    return ModelSpec.from_architecture(name, arch)
+def _from_file(name: str, path: Path, origin: Origin) -> ResolvedModel:
+    config = read_config_file(path)
+    arch = architecture_from_config(config, str(path))
+    return ResolvedModel(ModelSpec.from_architecture(name, arch), config, origin)
 
 
 def _cached_config(repo_id: str, cache: Path) -> Path | None:
@@ -76,8 +99,14 @@ def _cached_config(repo_id: str, cache: Path) -> Path | None:
 
 
 def load_model(ref: str) -> ModelSpec:
+    """The model named by `ref` (see `resolve_model`)."""
+    return resolve_model(ref).spec
+
+
+def resolve_model(ref: str) -> ResolvedModel:
     """The model named by `ref`: an existing config.json path or model folder, a catalog id
-    (see `memtui models`), or a repo id present in the local Hugging Face cache (offline).
+    (see `memtui models`), a bare parameter count, or a repo id present in the local Hugging
+    Face cache (offline).
 
     Raises ModelConfigError with one line saying what was tried when nothing matches, or
     naming the file and field when a config.json cannot be read.
@@ -86,29 +115,45 @@ def load_model(ref: str) -> ModelSpec:
     if not text:
         raise ModelConfigError("--model is empty: give a catalog id, a config.json or a folder")
     try:
-        return _load(text)
+        return _resolve(text)
     except OSError as err:  # e.g. ENAMETOOLONG from a 300-character "path"
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise ModelConfigError(f"{shown}: cannot read it ({err.strerror or err})") from None
 
 
-def _load(text: str) -> ModelSpec:
+def bare_count(text: str) -> int | None:
+    """`text` as a parameter count ("13B", "6.7e9"), or None if it is not one."""
+    try:
+        return parse_count(text)
+    except ValueError:
+        return None
+
+
+def _resolve(text: str) -> ResolvedModel:
     path = Path(text).expanduser()
     if path.is_dir():
         config = path / "config.json"
         if not config.is_file():
             raise ModelConfigError(f"{path}: folder has no config.json")
-        return _from_file(text, config)
+        return _from_file(text, config, "folder")
     if path.is_file():
-        return _from_file(text, path)
+        return _from_file(text, path, "file")
     entry = lookup(text)
     if entry is not None:
-        return ModelSpec.from_architecture(entry.repo_id, entry.architecture)
+        return ResolvedModel(
+            ModelSpec.from_architecture(entry.repo_id, entry.architecture),
+            entry.config,
+            "catalog",
+        )
+    count = bare_count(text)
+    if count is not None:
+        return ResolvedModel(ModelSpec.from_parameters(count), None, "count")
     cache = hub_cache_dir()
     cached = _cached_config(text, cache)
     if cached is not None:
-        return _from_file(text, cached)
+        return _from_file(text, cached, "cache")
     raise ModelConfigError(
         f"model {text!r} not found: no such file or folder, not a catalog id "
-        f"(see `memtui models`), not in the Hugging Face cache at {cache}"
+        f"(see `memtui models`), not a parameter count, not in the Hugging Face cache at "
+        f"{cache}"
     )

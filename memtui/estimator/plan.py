@@ -1,83 +1,34 @@
 """What the user wants to train, and on what: the immutable input of the estimator.
 
-A `Plan` is a frozen pydantic model; the UI replaces it with `model_copy(update=...)` and
+A `Plan` is a frozen pydantic model; the UI replaces it with `evolve(...)` (validated) and
 the CLI builds it from flags. Every field says what it means and its unit.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import operator
 
 from pydantic import Field, model_validator
 
 from memtui.estimator.architecture import Architecture
+from memtui.estimator.choices import (
+    Attention,
+    Checkpointing,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    StateDtype,
+    Strategy,
+)
 from memtui.estimator.frozen import Frozen
+from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.units import GiB
 
-
-class Choice(str, Enum):
-    """A closed set of options whose values are the CLI spellings."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Method(Choice):
-    full = "full"
-    lora = "lora"
-    qlora = "qlora"
-
-
-class Precision(Choice):
-    bf16_mixed = "bf16-mixed"  # bf16 compute, fp32 master weights (ZeRO paper's setting)
-    bf16 = "bf16"  # pure bf16 parameters, no master copy
-    fp32 = "fp32"
-
-
-class StateDtype(Choice):
-    fp32 = "fp32"  # Adam moments in fp32 (seed 000 and seed 002's rule)
-    bf16 = "bf16"  # PyTorch's AdamW keeps moments in the parameter dtype
-
-
-class Optimizer(Choice):
-    adamw = "adamw"
-    adamw8bit = "adamw8bit"
-    paged_adamw8bit = "paged-adamw8bit"
-    sgd = "sgd"
-    sgd_momentum = "sgd-momentum"
-    adafactor = "adafactor"
-    lion = "lion"
-
-
-class Strategy(Choice):
-    ddp = "ddp"
-    zero1 = "zero1"
-    zero2 = "zero2"
-    zero3 = "zero3"
-    fsdp = "fsdp"  # FULL_SHARD: same state layout as ZeRO-3
-    fsdp_shard_grad_op = "fsdp-shard-grad-op"  # SHARD_GRAD_OP: same as ZeRO-2
-    hsdp = "hsdp"  # HYBRID_SHARD: full shard inside a node, replicate across nodes
-
-
-class Offload(Choice):
-    none = "none"
-    optimizer = "optimizer"  # master weights + optimizer state live in CPU RAM
-    params = "params"  # the parameter shards too (ZeRO-Infinity / FSDP CPUOffload)
-
-
-PARAMETER_SHARDING = frozenset({Strategy.zero3, Strategy.fsdp, Strategy.hsdp})
-"""Strategies that shard the parameters themselves (ZeRO stage 3 and FSDP's full shard)."""
-
-
-class Attention(Choice):
-    flash = "flash"  # FlashAttention / SDPA: no s x s scores stored
-    eager = "eager"
-
-
-class Checkpointing(Choice):
-    none = "none"
-    selective = "selective"  # recompute the attention core only (Korthikanti et al. 2022)
-    full = "full"  # keep each layer's input, recompute the layer in backward
+ACTIVATION_FIELDS = frozenset(
+    {"micro_batch", "seq_len", "grad_accum", "attention", "checkpointing"}
+)
+"""Plan fields that change only what one micro-batch holds, never the static state."""
 
 
 class ModelSpec(Frozen):
@@ -184,7 +135,7 @@ class Plan(Frozen):
     def _check(self) -> Plan:
         if self.hardware.gpus % self.tp:
             raise ValueError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
-        if self.offload is Offload.params and self.strategy not in PARAMETER_SHARDING:
+        if self.offload is Offload.params and not strategy_spec(self.strategy).shards_weights:
             raise ValueError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
             )
@@ -195,6 +146,18 @@ class Plan(Frozen):
         return self
 
     @property
+    def state_key(self) -> tuple[object, ...]:
+        """Every field the static state can depend on (all but ACTIVATION_FIELDS), as a
+        hashable key: a new field is part of it unless it is declared activation-only."""
+        return _STATE_FIELDS(self)  # type: ignore[no-any-return]
+
+    @property
     def data_parallel(self) -> int:
         """N: the GPUs that share (shard) the training state."""
         return self.hardware.gpus // self.tp
+
+
+# one C-level getter for the hot path (the micro-batch search asks for the key per candidate)
+_STATE_FIELDS = operator.attrgetter(
+    *(name for name in Plan.model_fields if name not in ACTIVATION_FIELDS)
+)

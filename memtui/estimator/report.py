@@ -2,44 +2,32 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
-from memtui.estimator.plan import Strategy
-
-TERM_KEYS = (
-    "weights",
-    "gradients",
-    "master_weights",
-    "optimizer_states",
-    "activations",
-    "logits",
-    "transient",
-    "overhead",
-)
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+from memtui.estimator.choices import Strategy
+from memtui.estimator.frozen import Frozen
+from memtui.estimator.terms import TermKind
 
 
 class Term(Frozen):
     """One line of the per-GPU budget."""
 
-    key: str
-    """One of TERM_KEYS."""
-    label: str
-    """What a person reads: 'Optimizer states'."""
+    key: TermKind
+    """Which term (its label, short label and colour come with it)."""
     bytes: int
     """Bytes per GPU."""
     source: str
     """Where the number comes from: the formula and its paper, seed or library."""
+
+    @property
+    def label(self) -> str:
+        """What a person reads: 'Optimizer states'."""
+        return self.key.label
 
 
 class Budget(Frozen):
     """The per-GPU memory budget of one plan."""
 
     terms: tuple[Term, ...]
-    """In TERM_KEYS order."""
+    """Every TermKind once, in the enum's order."""
     static: int
     """Weights + gradients + master weights + optimizer states, bytes per GPU."""
     total: int
@@ -54,9 +42,11 @@ class Budget(Frozen):
     cpu_ram: int
     """CPU RAM per GPU needed by offload, bytes."""
 
-    def term(self, key: str) -> int:
-        """Bytes of the term `key` (0 if absent)."""
-        return next((t.bytes for t in self.terms if t.key == key), 0)
+    def term(self, key: TermKind | str) -> int:
+        """Bytes of the term `key`; a string that names no term raises ValueError (a
+        misspelt key must not read as 0)."""
+        kind = TermKind(key)
+        return next(t.bytes for t in self.terms if t.key is kind)
 
 
 class StrategyRow(Frozen):

@@ -7,13 +7,15 @@ sharding rules follow the ZeRO paper's Table 1 / sec. 5 and PyTorch FSDP's shard
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memtui.estimator.memo import IdentityMemo
-from memtui.estimator.plan import Method, Offload, Optimizer, Plan, Precision, StateDtype, Strategy
+from memtui.estimator.choices import Method, Offload, Strategy
+from memtui.estimator.memo import BoundedCache
+from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.plan import Plan
+from memtui.estimator.strategies import strategy_spec
 
-# bitsandbytes keeps tensors with fewer elements than this in 32-bit state (min_8bit_size).
-BNB_MIN_8BIT_SIZE = 4096
 # QLoRA (Dettmers et al. 2023, sec. 3): NF4 codes are 4 bits; one fp32 absmax per 64 weights
 # adds 32/64 = 0.5 bit; double quantization stores that absmax in 8 bits with one fp32
 # constant per 256 blocks: 8/64 + 32/(64*256) = 0.127 bit.
@@ -21,17 +23,6 @@ NF4_CODE_BITS = 4.0
 NF4_BLOCK = 64
 NF4_ABSMAX_BITS = 32 / NF4_BLOCK
 NF4_DOUBLE_QUANT_ABSMAX_BITS = 8 / NF4_BLOCK + 32 / (NF4_BLOCK * 256)
-
-STATE_SHARDING = {
-    # Which of (weights, gradients, master+optimizer) each strategy divides by N.
-    Strategy.ddp: (False, False, False),
-    Strategy.zero1: (False, False, True),
-    Strategy.zero2: (False, True, True),
-    Strategy.fsdp_shard_grad_op: (False, True, True),
-    Strategy.zero3: (True, True, True),
-    Strategy.fsdp: (True, True, True),
-    Strategy.hsdp: (True, True, True),
-}
 
 
 @dataclass(frozen=True)
@@ -61,13 +52,21 @@ class StaticState:
         return self.weights + self.gradients + self.master_weights + self.optimizer_states
 
 
-def _scaled(tensors: list[TrainableTensor], scale: float) -> list[TrainableTensor]:
+def _scaled(tensors: Sequence[TrainableTensor], scale: float) -> list[TrainableTensor]:
     """A bare count's tensors: the assumed shape's, scaled (shapes are then unknown)."""
     return [TrainableTensor(int(t.numel * scale), t.count) for t in tensors]
 
 
-def trainable_tensors(plan: Plan) -> list[TrainableTensor]:
+_TENSORS = BoundedCache()
+
+
+def trainable_tensors(plan: Plan) -> tuple[TrainableTensor, ...]:
     """The tensors the optimizer updates (full: the model; LoRA: the A and B matrices)."""
+    key = (plan.model, plan.method, plan.lora_rank, plan.lora_targets, plan.lora_fraction)
+    return _TENSORS.get(key, lambda: tuple(_trainable_tensors(plan)))
+
+
+def _trainable_tensors(plan: Plan) -> list[TrainableTensor]:
     arch = plan.model.architecture
     scale = plan.model.parameters / arch.parameter_count
     if plan.method is Method.full:
@@ -92,35 +91,11 @@ def trainable_tensors(plan: Plan) -> list[TrainableTensor]:
     return _scaled(tensors, scale) if arch.assumed else tensors
 
 
-def optimizer_state_bytes(plan: Plan, tensors: list[TrainableTensor]) -> int:
+def optimizer_state_bytes(plan: Plan, tensors: Sequence[TrainableTensor]) -> int:
     """Exact optimizer-state bytes for these tensors (unsharded)."""
-    moment = 4 if plan.optimizer_state_dtype is StateDtype.fp32 else 2
-    opt = plan.optimizer
-    total = 0
-    for t in tensors:
-        if opt is Optimizer.adamw:
-            per = 2 * moment * t.numel  # m and v (Loshchilov & Hutter; torch.optim.AdamW)
-        elif opt in (Optimizer.adamw8bit, Optimizer.paged_adamw8bit):
-            if t.numel < BNB_MIN_8BIT_SIZE:
-                per = 8 * t.numel  # bitsandbytes keeps small tensors in 32-bit state
-            else:
-                # Dettmers et al. 2022: 1 byte per moment + one fp32 absmax per block.
-                blocks = -(-t.numel // plan.optimizer_block_size)
-                per = 2 * (t.numel + 4 * blocks)
-        elif opt in (Optimizer.sgd_momentum, Optimizer.lion):
-            per = moment * t.numel  # one momentum buffer (torch.optim.SGD; Chen et al. 2023)
-        elif opt is Optimizer.adafactor:
-            # Shazeer & Stern 2018: factored second moment (row + column sums) for matrices,
-            # full for vectors; no first moment (transformers' Adafactor default beta1=None).
-            per = 4 * (t.rows + t.cols if t.rows and t.cols else t.numel)
-        else:  # plain SGD keeps nothing
-            per = 0
-        total += per * t.count
-    return total
-
-
-def _weight_bytes_per_param(precision: Precision) -> int:
-    return 4 if precision is Precision.fp32 else 2
+    opt = optimizer_spec(plan.optimizer)
+    moment, block = plan.optimizer_state_dtype.bytes, plan.optimizer_block_size
+    return sum(opt.state_bytes(t.numel, t.rows, t.cols, moment, block) * t.count for t in tensors)
 
 
 def nf4_bits_per_param(double_quant: bool) -> float:
@@ -132,7 +107,7 @@ def frozen_base_bytes(plan: Plan) -> int:
     """Bytes of the frozen base model under LoRA (bf16) or QLoRA (NF4 + upcast parts)."""
     arch = plan.model.architecture
     p = plan.model.parameters
-    wbytes = _weight_bytes_per_param(plan.precision)
+    wbytes = plan.precision.weight_bytes
     if plan.method is Method.lora:
         return wbytes * p
     bits = nf4_bits_per_param(plan.qlora_double_quant)
@@ -147,66 +122,45 @@ def frozen_base_bytes(plan: Plan) -> int:
     return round(quantized * bits / 8) + (p - quantized) * rest_bytes
 
 
-_MEMO = IdentityMemo()
+_CACHE = BoundedCache()
 
 
 def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
     """Per-GPU static bytes for `strategy` (default: the plan's), with offload applied."""
     strategy = strategy or plan.strategy
-    # Only these fields matter: the lever list and the micro-batch search reuse the result.
-    key = (
-        strategy,
-        plan.method,
-        plan.lora_rank,
-        plan.lora_targets,
-        plan.lora_fraction,
-        plan.qlora_double_quant,
-        plan.qlora_upcast,
-        plan.precision,
-        plan.fp32_grad_buffer,
-        plan.optimizer,
-        plan.optimizer_state_dtype,
-        plan.optimizer_block_size,
-        plan.offload,
-        plan.tp,
-        plan.hardware.gpus_per_node,
-        plan.hardware.nodes,
-    )
-    return _MEMO.get(plan.model, key, lambda: _static_state(plan, strategy))
+    # keyed on what the state depends on: the lever list and the micro-batch search reuse it
+    return _CACHE.get((strategy, plan.state_key), lambda: _static_state(plan, strategy))
 
 
 def _static_state(plan: Plan, strategy: Strategy) -> StaticState:
     tensors = trainable_tensors(plan)
     trainable = sum(t.numel * t.count for t in tensors)
-    wbytes = _weight_bytes_per_param(plan.precision)
+    precision = plan.precision
+    wbytes = precision.weight_bytes
     # Gradients in the parameter dtype; Megatron/DeepSpeed can add an fp32 accumulation buffer.
-    gbytes = wbytes + (4 if plan.fp32_grad_buffer and plan.precision is not Precision.fp32 else 0)
-    master_per = 4 if plan.precision is Precision.bf16_mixed else 0
+    gbytes = wbytes + (4 if plan.fp32_grad_buffer and wbytes < 4 else 0)
 
     if plan.method is Method.full:
         weights = wbytes * plan.model.parameters
     else:
         weights = frozen_base_bytes(plan) + wbytes * trainable
     gradients = gbytes * trainable
-    master = master_per * trainable
+    master = precision.master_bytes * trainable
     optimizer = optimizer_state_bytes(plan, tensors)
 
     # Tensor parallelism splits every weight matrix (and its state) t ways (Megatron-LM).
     t = plan.tp
-    n = plan.data_parallel
-    if strategy is Strategy.hsdp:
-        n = max(1, plan.hardware.gpus_per_node // t)  # shard inside a node, replicate across
-    shard_w, shard_g, shard_opt = STATE_SHARDING[strategy]
-    w = weights / t / (n if shard_w else 1)
-    g = gradients / t / (n if shard_g else 1)
-    m = master / t / (n if shard_opt else 1)
-    o = optimizer / t / (n if shard_opt else 1)
+    dw, dg, do = strategy_spec(strategy).divisors(plan)
+    w = weights / t / dw
+    g = gradients / t / dg
+    m = master / t / do
+    o = optimizer / t / do
 
     cpu = 0.0
     if plan.offload is not Offload.none:
         # ZeRO-Offload (Ren et al. 2021): master weights and optimizer state live in CPU RAM,
         # where the step runs, with an fp32 copy of the gradients beside them.
-        cpu += m + o + 4 * trainable / t / (n if shard_opt else 1)
+        cpu += m + o + 4 * trainable / t / do
         m = o = 0.0
     if plan.offload is Offload.params:
         # ZeRO-Infinity / FSDP CPUOffload: the parameter and gradient shards move too.

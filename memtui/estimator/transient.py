@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtui.estimator.plan import Offload, Optimizer, Plan, Precision, StateDtype, Strategy
+from memtui.estimator.choices import Offload, Precision, Strategy
+from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.plan import Plan
 from memtui.estimator.state import StaticState, trainable_tensors
+from memtui.estimator.strategies import strategy_spec
 
 # DeepSpeed's default reduce_bucket_size for ZeRO-1/2: 5e8 elements (DeepSpeed config docs).
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -29,10 +32,6 @@ class Transient:
         return self.persistent + max(self.backward, self.step - activations)
 
 
-def _grad_bytes(plan: Plan) -> int:
-    return 4 if plan.precision is Precision.fp32 else 2
-
-
 def communication_buffers(
     plan: Plan, strategy: Strategy, state: StaticState
 ) -> tuple[int, int, str]:
@@ -41,10 +40,12 @@ def communication_buffers(
         return 0, 0, "one GPU: no communication buffers"
     arch = plan.model.architecture
     scale = plan.model.parameters / arch.parameter_count
-    wb, gb, t = (4 if plan.precision is Precision.fp32 else 2), _grad_bytes(plan), plan.tp
+    wb = gb = plan.precision.weight_bytes  # gradients in the parameter dtype
+    t = plan.tp
     trainable_share = state.trainable / plan.model.parameters
     layer, outside = arch.layer_parameters * scale, arch.outside_layer_parameters * scale
-    if strategy in (Strategy.zero3, Strategy.fsdp, Strategy.hsdp):
+    how = strategy_spec(strategy)
+    if how.shards_weights:
         # FSDP with per-block wrapping: the block being computed and the prefetched one are
         # gathered, the root unit (embeddings, lm_head) stays gathered through fwd+bwd, and
         # the unsharded gradients of a unit wait for their reduce-scatter (PyTorch FSDP notes).
@@ -58,10 +59,10 @@ def communication_buffers(
                 f"unsharded gradients of a unit {grads / 1e9:.2f} GB"
             ),
         )
-    if strategy is Strategy.fsdp_shard_grad_op:
+    if how.framework == "fsdp":  # SHARD_GRAD_OP: a unit's gradients wait for reduce-scatter
         grads = gb * (outside + layer) * trainable_share / t
         return 0, round(grads), f"unsharded gradients of a unit {grads / 1e9:.2f} GB"
-    if strategy is Strategy.ddp:
+    if how.framework == "ddp":
         # torch DDP without gradient_as_bucket_view keeps its buckets beside the gradients.
         bucket = gb * state.trainable / t
         return round(bucket), 0, f"DDP gradient buckets {bucket / 1e9:.2f} GB"
@@ -73,26 +74,13 @@ def step_temporaries(plan: Plan, strategy: Strategy, state: StaticState) -> tupl
     """GPU bytes the optimizer step allocates on top of the state (0 when it runs on CPU)."""
     if plan.offload is not Offload.none:
         return 0, "optimizer step runs on the CPU"
-    shards = plan.data_parallel if strategy is not Strategy.ddp else 1
-    if strategy is Strategy.hsdp:
-        shards = max(1, plan.hardware.gpus_per_node // plan.tp)
-    local = state.trainable / plan.tp / shards
-    moment = 4 if plan.optimizer_state_dtype is StateDtype.fp32 else 2
-    opt = plan.optimizer
-    if opt in (Optimizer.adamw, Optimizer.lion):
-        # torch.optim's foreach AdamW materialises sqrt(v) for every tensor of the group
-        # (_multi_tensor_adamw); Lion's update makes one interpolated copy of m.
-        temp, why = moment * local, "foreach temporaries (one moment-sized copy)"
-    elif opt is Optimizer.adafactor:
-        # transformers' Adafactor works one tensor at a time in fp32: the update (grad^2 +
-        # eps, then the factored estimate) and its product with the gradient; with bf16
-        # parameters and no master copy it also upcasts the gradient and the parameter
-        # (optimization.py Adafactor.step; measured by `memtui measure`).
-        largest = max(t.numel for t in trainable_tensors(plan))
-        copies = 4 if plan.precision is Precision.bf16 else 2
-        temp, why = copies * 4 * largest, f"{copies} per-tensor fp32 copies (Adafactor)"
-    else:  # bitsandbytes' fused 8-bit kernels and in-place SGD allocate nothing sizeable
-        temp, why = 0, "fused or in-place update"
+    local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
+    temp, why = optimizer_spec(plan.optimizer).step_temporaries(
+        local,
+        lambda: max(t.numel for t in trainable_tensors(plan)),
+        plan.optimizer_state_dtype.bytes,
+        plan.precision,
+    )
     if plan.precision is Precision.bf16_mixed and not plan.fp32_grad_buffer:
         # The fp32 master update needs fp32 gradients: DeepSpeed copies the local partition,
         # FSDP's mixed precision keeps fp32 gradient shards.

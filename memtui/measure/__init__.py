@@ -1,7 +1,8 @@
 """Measure a real PyTorch training step and hold the estimator to it (`memtui measure`).
 
-This package imports torch, transformers and peft (the `memtui[measure]` extra); nothing else
-in memtui imports it except the `measure` command, lazily. `measure(ref, plan)` builds the
+Measuring needs torch, transformers and peft (the `memtui[measure]` extra); they load when
+`measure()` runs, never on import, so the comparison and its output stay torch-free (the
+`measure` command imports this package lazily all the same). `measure(ref, plan)` builds the
 model from the same inputs as `memtui estimate` with random initialisation (never downloads
 weights), runs one training step with the plan's settings, really on CPU for small models or
 under FakeTensorMode (no allocation) for full-size ones, and returns predicted beside measured
@@ -13,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtui.estimator.plan import Optimizer, Plan, Precision, StateDtype
-from memtui.measure.build import config_dict
+from memtui.estimator.choices import Optimizer, Precision, StateDtype
+from memtui.estimator.plan import Plan
 from memtui.measure.compare import Row, compare, single_gpu
-from memtui.measure.step import Measurement, Unsupported, measure_step
+from memtui.measure.measurement import Measurement, Unsupported
 
 # Below this many parameters a real CPU step is quick (seconds); above it, FakeTensorMode.
 REAL_STEP_MAX_PARAMETERS = 300_000_000
@@ -41,7 +42,7 @@ def as_torch_runs(plan: Plan) -> tuple[Plan, list[str]]:
         and keeps_param_dtype
         and plan.optimizer_state_dtype is StateDtype.fp32
     ):
-        plan = plan.model_copy(update={"optimizer_state_dtype": StateDtype.bf16})
+        plan = plan.evolve(optimizer_state_dtype=StateDtype.bf16)
         notes.append(
             "pure bf16: torch.optim keeps optimizer state in the parameter dtype, so the "
             "estimate uses --optimizer-state-dtype bf16"
@@ -66,8 +67,23 @@ def measure(
         )
     if fake is None:
         fake = plan.model.parameters > REAL_STEP_MAX_PARAMETERS
-    m = measure_step(config if config is not None else config_dict(ref), plan, fake=fake)
+    from memtui.measure.step import measure_step  # torch loads here
+
+    if config is None:
+        config = _config_of(ref)
+    m = measure_step(config, plan, fake=fake)
     return Result(plan, m, compare(plan, m), notes + m.notes)
+
+
+def _config_of(ref: str) -> dict[str, Any]:
+    """The config.json object behind a `--model` reference: what the real model is built from."""
+    from memtui.estimator.configs import ModelConfigError
+    from memtui.estimator.model_source import resolve_model
+
+    config = resolve_model(ref).config
+    if config is None:
+        raise ModelConfigError(f"{ref!r} is a bare parameter count: there is no model to build")
+    return dict(config)
 
 
 __all__ = [

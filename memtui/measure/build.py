@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,26 +17,6 @@ from memtui.estimator.plan import Attention, Checkpointing, Method, Plan, Precis
 
 SELECTIVE = "memtui_selective"
 ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_dropout", "attention_probs_dropout_prob")
-
-
-def config_dict(ref: str) -> dict[str, Any]:
-    """The config.json object behind a `--model` reference (catalog, file, folder, cache)."""
-    from memtui.estimator.catalog import lookup
-    from memtui.estimator.configs import ModelConfigError
-    from memtui.estimator.model_source import _cached_config, hub_cache_dir, read_config_file
-
-    path = Path(ref.strip()).expanduser()
-    if path.is_dir():
-        return read_config_file(path / "config.json")
-    if path.is_file():
-        return read_config_file(path)
-    entry = lookup(ref.strip())
-    if entry is not None:
-        return dict(entry.config)
-    cached = _cached_config(ref.strip(), hub_cache_dir())
-    if cached is not None:
-        return read_config_file(cached)
-    raise ModelConfigError(f"model {ref!r} not found (catalog id, config.json, folder, cache)")
 
 
 def dtype_of(precision: Precision) -> torch.dtype:

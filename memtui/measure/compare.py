@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memtui.estimator.plan import Hardware, Method, OverheadSettings, Plan, Strategy
-from memtui.measure.step import Measurement
+from memtui.estimator.budget import breakdown
+from memtui.estimator.choices import Method, Strategy
+from memtui.estimator.plan import Hardware, OverheadSettings, Plan
+from memtui.estimator.terms import TermKind
+from memtui.measure.measurement import Measurement
 
 # Why a measured term can differ from the estimator for reasons it cannot know.
 NOTES = {
@@ -47,22 +50,18 @@ class Row:
 
 def single_gpu(plan: Plan) -> Plan:
     """The plan as one process runs it: one GPU, no sharding, no runtime overhead."""
-    return plan.model_copy(
-        update={
-            "hardware": Hardware(gpus_per_node=1, nodes=1, gpu_memory=plan.hardware.gpu_memory),
-            "strategy": Strategy.ddp,
-            "tp": 1,
-            "overhead": OverheadSettings(enabled=False),
-        }
+    return plan.evolve(
+        hardware=Hardware(gpus_per_node=1, nodes=1, gpu_memory=plan.hardware.gpu_memory),
+        strategy=Strategy.ddp,
+        tp=1,
+        overhead=OverheadSettings(enabled=False),
     )
 
 
 def compare(plan: Plan, measured: Measurement) -> list[Row]:
     """Rows for every term the estimator predicts and the step measured."""
-    from memtui.estimator.budget import _terms
-
     one = single_gpu(plan)
-    t = _terms(one)
+    t = breakdown(one)
     st = t.state
     m = measured
     lora = plan.method is not Method.full
@@ -81,10 +80,10 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             else "",
         ),
         Row("static", "Static", st.total, m.static),
-        Row("activations", "Activations", t.activations,
+        Row("activations", "Activations", t.terms[TermKind.activations],
             m.activations, NOTES["activations"] if plan.model.architecture.norm_kind ==
             "layernorm" else ""),
-        Row("logits", "Logits and loss", t.logits, m.logits),
+        Row("logits", "Logits and loss", t.terms[TermKind.logits], m.logits),
         Row("step_temporaries", "Step temporaries", t.transient.step,
             m.step_temporaries),
         Row("peak", "Peak", t.total, m.peak, NOTES["peak"]),

@@ -89,10 +89,18 @@ def load_plan(path: str | Path) -> Plan:
     try:
         if not isinstance(model, dict):
             raise ValueError("[model] table missing: give ref = 'catalog id or path'")
+        unknown = sorted(set(model) - {"ref", "parameters", "name"})
+        if unknown:
+            raise ValueError(f"[model] has no key {unknown[0]!r} (keys: ref, parameters, name)")
         if "ref" in model:
             spec = load_model(_beside(str(model["ref"]), source.parent))
         elif "parameters" in model:
-            spec = ModelSpec.from_parameters(int(model["parameters"]), model.get("name"))
+            count = model["parameters"]
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(
+                    f"model.parameters: must be a whole number of at least 1, got {count!r}"
+                )
+            spec = ModelSpec.from_parameters(count, model.get("name"))
         else:
             raise ValueError("[model] needs ref = '...' or parameters = N")
         return Plan(**data, model=spec)

@@ -23,17 +23,6 @@ from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
 from memtui.ui.view_widget import ViewWidget, redraw_on_theme_change
 
-_SHORT_LABELS = {
-    "weights": "wts",
-    "gradients": "grad",
-    "master_weights": "mst",
-    "optimizer_states": "opt",
-    "activations": "act",
-    "logits": "logit",
-    "transient": "tmp",
-    "overhead": "ovh",
-}
-
 
 def _without_background(style: Style) -> Style:
     return Style(
@@ -169,7 +158,7 @@ class GpuPanel(Vertical):
             text.append(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
             text.append(f" ({unit} = {scale} B; rows: used/budget): ")
             for term in view.budget.terms:
-                label = _SHORT_LABELS[term.key] if short else term.label.lower()
+                label = term.key.short if short else term.label.lower()
                 text.append("■", styles[term.key])
                 text.append(f"{label} {num(term.bytes, unit)} ")
             if text.cell_len <= 2 * self.size.width - 12:

@@ -20,15 +20,8 @@ from textual.widgets.option_list import Option
 from memtui.estimator import ModelSpec
 from memtui.estimator.catalog import find, lookup
 from memtui.estimator.configs import ModelConfigError
-from memtui.estimator.units import format_count, parse_count
-
-
-def _bare_count(text: str) -> int | None:
-    """`text` as a parameter count ("13B", "6.7e9"), or None if it is not one."""
-    try:
-        return parse_count(text)
-    except ValueError:
-        return None
+from memtui.estimator.model_source import bare_count
+from memtui.estimator.units import format_count
 
 
 class ModelPicker(ModalScreen["ModelSpec | None"]):
@@ -85,7 +78,7 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
             "/" in text
             or text.endswith(".json")
             or lookup(text) is not None
-            or _bare_count(text) is not None
+            or bare_count(text) is not None
         )
         if text and (looks_like_ref or not options.option_count):
             self._load(text)
@@ -107,8 +100,7 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
 
         spec: ModelSpec | str
         try:
-            count = _bare_count(ref) if lookup(ref) is None else None
-            spec = ModelSpec.from_parameters(count) if count is not None else load_model(ref)
+            spec = load_model(ref)  # a catalog id, a path, a bare count or a cached repo
         except ModelConfigError as err:
             spec = str(err)
         except Exception as err:  # any failure is the picker's error line

@@ -19,24 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from memtui.estimator.terms import TermKind
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-#: memtui's own theme variables, one per budget term (in the estimator's TERM_KEYS order) plus
-#: the bar's empty track and the budget mark. The stylesheet refers to every one of them, so
-#: `VARIABLE_DEFAULTS` keeps the CSS parseable under a theme that leaves some out.
-TERM_VARIABLES = {
-    "weights": "term-weights",
-    "gradients": "term-gradients",
-    "master_weights": "term-master-weights",
-    "optimizer_states": "term-optimizer-states",
-    "activations": "term-activations",
-    "logits": "term-logits",
-    "transient": "term-transient",
-    "overhead": "term-overhead",
-}
+#: memtui's own theme variables, one per budget term (`TermKind.theme_variable`, in the
+#: budget's order) plus the bar's empty track and the budget mark. The stylesheet refers to
+#: every one of them, so `VARIABLE_DEFAULTS` keeps the CSS parseable under a theme that leaves
+#: some out.
+TERM_VARIABLES = {kind.value: kind.theme_variable for kind in TermKind}
 VARIABLE_DEFAULTS = {
     "term-weights": "#5f87ff",
     "term-gradients": "#af87ff",
