@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from memtui.estimator.units import GB, format_count
 
+if TYPE_CHECKING:
+    from memtui.estimator import Plan, Report
+
 
 def _gb(n: int) -> str:
     return f"{n / GB:,.2f}"
 
 
-def print_report(plan: Any, report: Any, console: Console | None = None) -> None:
+def print_report(plan: Plan, report: Report, console: Console | None = None) -> None:
     console = console or Console()
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture

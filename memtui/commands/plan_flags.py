@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.errors import UsageError, one_line
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
 
 DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
 
@@ -227,7 +230,7 @@ def _given(args: argparse.Namespace, fields: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def plan_from_args(args: argparse.Namespace, base: Any = None) -> Any:
+def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
     from pydantic import ValidationError
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from memtui.estimator.choices import Strategy
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.terms import TermKind
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
 
 
 class Term(Frozen):
@@ -49,16 +54,21 @@ class Budget(Frozen):
         return next(t.bytes for t in self.terms if t.key is kind)
 
 
-class StrategyRow(Frozen):
-    """One strategy of the side-by-side table, all else in the plan unchanged."""
+class StrategyEntry(Frozen):
+    """One strategy's figures, all else in the plan unchanged."""
 
-    strategy: Strategy
     per_gpu_static: int
     per_gpu_total: int
     fits: bool
     fits_static: bool
     max_micro_batch: int
     """Largest micro-batch that fits with this strategy (0: not even 1)."""
+
+
+class StrategyRow(StrategyEntry):
+    """One strategy of the side-by-side table."""
+
+    strategy: Strategy
 
 
 class Lever(Frozen):
@@ -100,3 +110,51 @@ class Report(Frozen):
     """Largest micro-batch that fits with the plan's strategy."""
     assumptions: tuple[str, ...]
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
+
+
+class EstimateDocument(Frozen):
+    """What `memtui estimate --json` prints: one object, bytes as integers. README.md lists
+    every key; scripts and CI gates read it, so keys are only ever added."""
+
+    model: str
+    parameters: Parameters
+    bytes_per_param: float
+    per_gpu: dict[str, int]
+    """Every term by its key, plus `static` and `total`."""
+    sources: dict[str, str]
+    """Where each term's number comes from."""
+    capacity: int
+    headroom: int
+    fits: bool
+    fits_static: bool
+    cpu_ram_per_gpu: int
+    strategies: dict[str, StrategyEntry]
+    communication: Communication
+    levers: tuple[Lever, ...]
+    max_micro_batch: int
+    assumptions: tuple[str, ...]
+    plan: dict[str, Any]
+    """The plan's inputs (the model by name: its architecture is not repeated)."""
+
+    @classmethod
+    def of(cls, plan: Plan, report: Report) -> EstimateDocument:
+        budget = report.budget
+        per_gpu = {t.key.value: t.bytes for t in budget.terms}
+        return cls(
+            model=plan.model.name,
+            parameters=report.parameters,
+            bytes_per_param=report.bytes_per_param,
+            per_gpu={**per_gpu, "static": budget.static, "total": budget.total},
+            sources={t.key.value: t.source for t in budget.terms},
+            capacity=budget.capacity,
+            headroom=budget.headroom,
+            fits=budget.fits,
+            fits_static=budget.fits_static,
+            cpu_ram_per_gpu=budget.cpu_ram,
+            strategies={row.strategy.value: row for row in report.strategies},
+            communication=report.communication,
+            levers=report.levers,
+            max_micro_batch=report.max_micro_batch,
+            assumptions=report.assumptions,
+            plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
+        )
