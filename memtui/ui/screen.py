@@ -84,6 +84,14 @@ class DashboardScreen(Screen[None]):
         Binding("u", "toggle_unit", "Unit", id="unit", tooltip="GB (10^9) or GiB (2^30)"),
         Binding("w", "save_plan", "Save", id="save", tooltip="save the plan as TOML"),
         Binding("r", "poll_now", "Poll", id="refresh", tooltip="poll telemetry now"),
+        Binding(
+            "x",
+            "toggle_hosts",
+            "Hosts",
+            id="hosts",
+            show=False,
+            tooltip="across hosts: every GPU, or one row per host",
+        ),
         Binding("pageup", "scroll_main(-1)", "Scroll up", id="scroll-up", show=False),
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
     ]
@@ -123,6 +131,8 @@ class DashboardScreen(Screen[None]):
         self.save_path = save_path or Path("memtui-plan.toml")
         self.history = GpuHistory()
         self.alerts = AlertTracker()
+        self.expand_hosts = False
+        """Across hosts: every GPU's row even when the screen has no room for them all."""
         self.polls = 0
         # the poll the CLI started before importing Textual (None: the timer's first tick)
         self.poller = Poller(self, source, interval, first_poll) if source is not None else None
@@ -237,6 +247,7 @@ class DashboardScreen(Screen[None]):
             snapshot=self.snapshot,
             statuses=dict(self.statuses),
             history=self.history,
+            expand_hosts=self.expand_hosts,
         )
         self.query_one(ProcessTable).view = ProcessView.of(self.snapshot, self.unit)
         self.query_one(StatusLine).view = StatusView(
@@ -284,6 +295,11 @@ class DashboardScreen(Screen[None]):
             main.scroll_page_down()
         else:
             main.scroll_page_up()
+
+    def action_toggle_hosts(self) -> None:
+        """Across hosts: every GPU (the screen scrolls), or one summary row per host."""
+        self.expand_hosts = not self.expand_hosts
+        self._push_telemetry()
 
     def action_save_plan(self) -> None:
         self._save(self.plan, self.save_path)
