@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,12 +25,11 @@ from prom_harness import (
     prometheus_binary,
 )
 from test_ui_support import llama_plan, screen_of, text_of, wait_for
+from test_watch_cli import watch
 
 from memtui.telemetry import ClusterSnapshot, SourceState, open_source
 from memtui.telemetry.prometheus import PrometheusSource, authorization, expand_hostlist
 from memtui.ui import make_app
-
-ROOT = Path(__file__).resolve().parents[1]
 
 if prometheus_binary() is None and os.environ.get("CI"):
     pytest.fail("CI must run the Prometheus tests: `prometheus` is not installed", pytrace=False)
@@ -116,19 +113,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
     finally:
         c.close()
-
-
-def watch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = dict(os.environ if env is None else env)
-    base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, "-m", "memtui", "watch", *args],
-        capture_output=True,
-        text=True,
-        env=base,
-        cwd=ROOT,
-        timeout=120,
-    )
 
 
 # -- against the real server ------------------------------------------------------------

@@ -167,9 +167,13 @@ class NodeSnapshot(_Frozen):
     @property
     def message(self) -> str | None:
         """`reason` and `remedy` as one line, for a status bar; None when OK."""
-        if self.reason is None:
-            return None
-        return f"{self.reason}: {self.remedy}" if self.remedy else self.reason
+        return _one_message(self.reason, self.remedy)
+
+
+def _one_message(reason: str | None, remedy: str | None) -> str | None:
+    if reason is None:
+        return None
+    return f"{reason}: {remedy}" if remedy else reason
 
 
 class DeviceKey(NamedTuple):
@@ -241,9 +245,7 @@ class ClusterSnapshot(_Frozen):
     @property
     def message(self) -> str | None:
         """`reason` and `remedy` as one line, for a status bar; None when OK."""
-        if self.reason is None:
-            return None
-        return f"{self.reason}: {self.remedy}" if self.remedy else self.reason
+        return _one_message(self.reason, self.remedy)
 
     def as_node(self) -> NodeSnapshot | None:
         """A single-node source's answer as that node, with the cluster's health and time
