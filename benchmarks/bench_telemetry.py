@@ -1,12 +1,18 @@
-"""Cost of one NVML poll of 8 GPUs running 64 processes (DESIGN.md section 6).
+"""Cost of one NVML poll of 8 GPUs running 64 processes (DESIGN.md section 6), and of one
+Prometheus poll of a 1,024-GPU job (issue 11).
 
-    python benchmarks/bench_telemetry.py [--polls 300]
+    python benchmarks/bench_telemetry.py [--polls 300] [--prometheus-gpus 1024]
 
 Runs the real NvmlSource (real pynvml) against the fake libnvidia-ml the tests build, and
 prints time per poll (median and p90 wall, CPU per poll), NVML C calls per GPU per poll
 (counted by the fake), and the fake's own cost per call, which is included in the poll time
 (it re-reads its scenario file and appends to its call log on every call) and which a real
 driver replaces with its own. Figures, not assertions: machines here are shared and noisy.
+
+The Prometheus figure runs a real Prometheus on loopback (skipped without the `prometheus`
+binary) scraping 8 exporter endpoints that serve 128 hosts x 8 GPUs (dcgm-exporter and
+nvitop-exporter series, half each) every second; it prints queries per poll, the poll's wall
+time and the share of it spent parsing and assembling the answer.
 """
 
 from __future__ import annotations
@@ -84,9 +90,71 @@ def fake_call_cost(fake: FakeNvml, n: int = 2000) -> float:
     return cost
 
 
+def prometheus_figures(gpus: int, polls: int) -> None:
+    """Poll a Prometheus holding `gpus` GPUs' series (8 per host) and print the figures."""
+    from prom_harness import Exporter, Gpu, Prometheus, dcgm_text, nvitop_text, prometheus_binary
+
+    import memtui.telemetry.prometheus as prom
+
+    if prometheus_binary() is None:
+        print("prometheus: not run (no `prometheus` binary; apt-get install prometheus)")
+        return
+    hosts = gpus // 8
+    texts = ["" for _ in range(8)]
+    for h in range(hosts):
+        cards = [Gpu(40_000 + 97 * i + h, f"GPU-{h:04d}-{i:02d}") for i in range(8)]
+        name = f"node{h:04d}"
+        text = dcgm_text(name, cards) if h % 2 else nvitop_text(name, cards)
+        texts[h % 8] += text
+    exporters = [Exporter(text) for text in texts]
+    server = Prometheus(Path(tempfile.mkdtemp(prefix="memtui-bench-prom-")),
+                        [e.target for e in exporters])  # fmt: skip
+    try:
+        source = prom.PrometheusSource(server.url, deadline_s=30.0)
+        deadline = time.monotonic() + 90
+        while len(source.poll().devices) < gpus and time.monotonic() < deadline:
+            time.sleep(0.5)
+        requests = 0
+        real_request = source._request
+
+        def counting(*a: object) -> object:
+            nonlocal requests
+            requests += 1
+            return real_request(*a)  # type: ignore[arg-type]
+
+        source._request = counting  # type: ignore[method-assign]
+        walls, parse = [], []
+        for _ in range(polls):
+            t0 = time.perf_counter()
+            snap = source.poll()
+            walls.append(time.perf_counter() - t0)
+            assert len(snap.devices) == gpus, snap.message
+        # the parsing and assembling alone: the same answer, without the HTTP round trip
+        result = real_request(source.query_text(time.time()), time.time(), time.monotonic() + 30)
+        source._request = lambda *a: result  # type: ignore[method-assign,assignment]
+        for _ in range(polls):
+            t0 = time.perf_counter()
+            source.poll()
+            parse.append(time.perf_counter() - t0)
+        walls.sort()
+        print(f"prometheus: {gpus} GPUs on {hosts} hosts, {polls} polls (real Prometheus, "
+              "loopback)")  # fmt: skip
+        print(f"  queries per poll: {requests / polls:.0f}   series per answer: {len(result)}")
+        print(f"  poll median {statistics.median(walls) * 1e3:.1f} ms, "
+              f"p90 {walls[int(0.9 * (len(walls) - 1))] * 1e3:.1f} ms; parsing and "
+              f"assembling median {statistics.median(parse) * 1e3:.1f} ms "
+              "(poll interval 1000 ms)")  # fmt: skip
+    finally:
+        server.stop()
+        for exporter in exporters:
+            exporter.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=300)
+    parser.add_argument("--prometheus-gpus", type=int, default=1024, metavar="N")
+    parser.add_argument("--prometheus-polls", type=int, default=20, metavar="N")
     args = parser.parse_args()
     import psutil
 
@@ -112,6 +180,8 @@ def main() -> int:
     print(f"fake library cost per NVML call (included above): {cost:.1f} us")
     print(f"  -> about {cost * 4 * GPUS / 1e3:.2f} ms of each poll is the fake itself")
     os.environ.pop("FAKE_NVML_CALLS", None)
+    if args.prometheus_gpus:
+        prometheus_figures(args.prometheus_gpus, args.prometheus_polls)
     return 0
 
 

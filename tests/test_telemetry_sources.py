@@ -24,6 +24,7 @@ from memtui.telemetry import (
     read_trace,
     select_devices,
 )
+from memtui.telemetry.nvml import NVML_INFO
 
 GiB = 1024**3
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,6 +160,7 @@ def test_only_selection_on_snapshots() -> None:
 
 class _Broken:
     name = "broken"
+    info = NVML_INFO
 
     def poll(self) -> NodeSnapshot:
         raise ZeroDivisionError("a bug, not an NVML problem")

@@ -11,6 +11,7 @@ from fake_nvml.harness import H100_TOTAL, gpu
 from test_ui_support import (
     BlockingSource,
     budget_total,
+    by_label,
     demo_source,
     llama_plan,
     lost_gpu_snapshot,
@@ -96,7 +97,10 @@ async def test_fake_nvml_near_capacity_alert(fake_nvml_in_process: Any) -> None:
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.polls >= 1)
         await pilot.pause()
-        assert screen.statuses == {"0": RowStatus.UNDER, "1": RowStatus.NEAR_CAPACITY}
+        assert by_label(screen.statuses, app) == {
+            "0": RowStatus.UNDER,
+            "1": RowStatus.NEAR_CAPACITY,
+        }
         rows = _alert_rows(app)
         assert len(rows) == 1 and rows[0].data and rows[0].data.device.label == "1"
         assert "NEAR" in text_of(app)
@@ -112,7 +116,7 @@ async def test_lost_gpu_is_said_and_others_keep_updating(tmp_path: Path) -> None
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.polls >= 1)
         await pilot.pause()
-        assert screen.statuses["3"] is RowStatus.LOST
+        assert by_label(screen.statuses, app)["3"] is RowStatus.LOST
         assert sum(s is RowStatus.UNDER for s in screen.statuses.values()) == 7
         assert "GPU LOST" in text_of(app)
     assert any("GPU 3 lost" in m for m in seen)
@@ -181,7 +185,7 @@ async def test_near_capacity_uses_warning_and_a_device_error_is_said(tmp_path: P
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.polls >= 1)
         await pilot.pause()
-        assert screen.statuses["1"] is RowStatus.NEAR_CAPACITY
+        assert by_label(screen.statuses, app)["1"] is RowStatus.NEAR_CAPACITY
         assert "MIG devices could not be listed" in text_of(app)
         warning = Color.parse(app.get_css_variables()["warning"])
         error = Color.parse(app.get_css_variables()["error"])

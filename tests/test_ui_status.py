@@ -21,10 +21,10 @@ from test_ui_support import (
     write_trace,
 )
 
-from memtui.telemetry import NodeSnapshot, ReplaySource, SourceState, SyntheticSource
+from memtui.telemetry import FirstPoll, NodeSnapshot, ReplaySource, SourceState, SyntheticSource
 from memtui.telemetry.models import failed_snapshot
+from memtui.telemetry.nvml import NVML_INFO
 from memtui.ui import make_app
-from memtui.ui.first_poll import FirstPoll
 from memtui.ui.gpu_row import GpuRow
 from memtui.ui.status_line import StatusLine
 
@@ -171,6 +171,7 @@ class _TimeoutUntilAnswered:
     `answer` is set, then the demo node."""
 
     name = "nvml"
+    info = NVML_INFO
 
     def __init__(self, good: NodeSnapshot) -> None:
         self.good = good

@@ -12,7 +12,8 @@ from textual.widget import Widget
 
 from memtui.estimator import Plan, estimate
 from memtui.estimator.model_source import load_model
-from memtui.telemetry import NodeSnapshot, SyntheticSource
+from memtui.telemetry import DeviceKey, NodeSnapshot, SyntheticSource
+from memtui.telemetry.nvml import NVML_INFO
 from memtui.ui.app import MemtuiApp
 from memtui.ui.screen import DashboardScreen
 
@@ -68,6 +69,15 @@ def lost_gpu_snapshot(plan: Plan, lost: int = 3) -> NodeSnapshot:
         }
     )
     return snap.model_copy(update={"devices": tuple(devices)})
+
+
+def by_label(statuses: dict[DeviceKey, Any], app: MemtuiApp) -> dict[str, Any]:
+    """Row statuses of a one-node snapshot by row label ("0", "0:1"), as a person reads
+    them (the screen keys them by host and UUID)."""
+    snapshot = screen_of(app).snapshot
+    assert snapshot is not None
+    labels = {key: device.label for key, _, device in snapshot.rows()}
+    return {labels[key]: status for key, status in statuses.items()}
 
 
 def screen_of(app: MemtuiApp) -> DashboardScreen:
@@ -126,6 +136,7 @@ class BlockingSource:
     """A source whose poll blocks until `release` is set: a hung driver, on demand."""
 
     name = "blocking"
+    info = NVML_INFO  # it stands for NVML: what its silence means is NVML's
 
     def __init__(self, snapshot: NodeSnapshot) -> None:
         self.snapshot = snapshot

@@ -4,6 +4,8 @@
     memtui                              live NVML, the plan sized to the GPUs found; without
                                         an NVIDIA driver: plan-only, saying why
     memtui --replay run.jsonl           play back a trace recorded by `memtui watch --record`
+    memtui --prometheus URL --job 1234  every GPU of Slurm job 1234, from the cluster's
+                                        Prometheus (dcgm-exporter or nvitop-exporter)
     memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
     memtui --plan a.toml --save b.toml  the save key (w) writes b.toml, leaving a.toml as it is
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
 
 DEFAULT_SAVE = "memtui-plan.toml"
@@ -26,20 +29,7 @@ DEFAULT_SAVE = "memtui-plan.toml"
 
 def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     """The dashboard's own flags plus every plan flag."""
-    g = parser.add_argument_group("data source (default: live NVML, plan-only without it)")
-    source = g.add_mutually_exclusive_group()
-    source.add_argument(
-        "--demo", action="store_true", help="a synthetic node running a job; no GPU needed"
-    )
-    source.add_argument("--replay", metavar="FILE", help="play back a JSONL trace")
-    g.add_argument("--only", metavar="GPUS", help="comma-separated NVML indices or UUIDs")
-    g.add_argument(
-        "--interval", type=float, default=1.0, metavar="S", help="seconds between polls (1)"
-    )
-    g.add_argument(
-        "--timeout", type=float, default=5.0, metavar="S", help="give up on a poll after S s (5)"
-    )
-    g.add_argument("--seed", type=int, default=0, help="seed of the --demo node (0)")
+    add_source_arguments(parser)
     g = parser.add_argument_group("dashboard")
     g.add_argument(
         "--plan",
@@ -73,44 +63,37 @@ def build(args: argparse.Namespace) -> Any:
     The live or replay source is opened and its first poll started (in a thread) before the
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
     composes (DESIGN.md section 6: start to first full frame)."""
-    from memtui import telemetry
-    from memtui.ui.first_poll import FirstPoll
+    from memtui.telemetry import FirstPoll
 
-    if args.interval <= 0:
-        raise UsageError(f"--interval must be positive, not {args.interval}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, not {args.timeout}")
-    only = telemetry.parse_only(args.only)
-    source: Any = None
-    if args.replay:
-        if not Path(args.replay).is_file():
-            raise UsageError(f"--replay {args.replay}: no such file")
-        source = telemetry.ReplaySource(args.replay, only=only)
-    elif not args.demo:
-        source = telemetry.open_nvml(only, timeout_s=args.timeout)
-    first = FirstPoll(source) if source is not None else None
+    check_source_arguments(args)
+    first: FirstPoll | None = None
+    if args.replay and not Path(args.replay).is_file():
+        raise UsageError(f"--replay {args.replay}: no such file")
+    if not args.demo:
+        first = FirstPoll(_open(args))
 
     from memtui.plans.memtui_toml import load_plan
 
     base = load_plan(args.plan) if args.plan else None
     plan = plan_from_args(args, base=base)
     fit: set[str] = set()
-    if not args.demo:
-        # live or replay: size the plan to the GPUs seen, unless a flag or a plan file said
-        # (a demo node is built from the plan, so it already matches)
+    if first is not None:
+        # live, replay or a cluster: size the plan to the GPUs seen, unless a flag or a plan
+        # file said (a demo node is built from the plan, so it already matches)
         if base is None and args.gpus is None:
             fit.add("gpus")
+        if base is None and args.nodes is None and first.source.info.cluster:
+            fit.add("nodes")  # a source of many hosts also says how many nodes
         if base is None and args.gpu_memory is None:
             fit.add("memory")
     else:
-        source = _demo_source(plan, only, args.seed)
-        first = FirstPoll(source)
+        first = FirstPoll(_open(_demo_options(args, plan)))
 
     from memtui.ui import make_app
 
     return make_app(
         plan,
-        source,
+        first.source,
         interval=args.interval,
         theme=args.theme,
         fit_to_devices=frozenset(fit),
@@ -119,26 +102,30 @@ def build(args: argparse.Namespace) -> Any:
     )
 
 
-def _demo_source(plan: Any, only: tuple[str, ...], seed: int) -> Any:
+def _open(options: Any) -> Any:
+    from memtui.telemetry import open_source
+
+    try:
+        return open_source(options)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _demo_options(args: argparse.Namespace, plan: Any) -> argparse.Namespace:
     """A synthetic node of the plan's GPUs whose job is budgeted at the plan's prediction."""
     from memtui.estimator import estimate
     from memtui.estimator.units import GiB
-    from memtui.telemetry import SyntheticSource
 
     hw = plan.hardware
     # a plan that does not fit still gets a demo: its job is capped just under the card
     budget = min(max(estimate(plan).budget.total, 2 * GiB), hw.gpu_memory - GiB)
-    try:
-        return SyntheticSource(
-            min(hw.gpus_per_node, 64),
-            card=hw.gpu_name,
-            total_bytes=hw.gpu_memory,
-            budget_bytes=budget,
-            seed=seed,
-            only=only,
-        )
-    except ValueError as err:
-        raise UsageError(f"--demo: {err}") from None
+    return argparse.Namespace(
+        **vars(args),
+        demo_gpus=min(hw.gpus_per_node, 64),
+        demo_card=hw.gpu_name,
+        demo_total_bytes=hw.gpu_memory,
+        demo_budget_bytes=budget,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

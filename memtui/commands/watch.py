@@ -7,13 +7,17 @@
     memtui watch --replay run.jsonl     play a trace back (--speed 10: ten times faster)
     memtui watch --demo                 a synthetic 8-GPU node running a job
     memtui watch --only 0,GPU-5f3a      only these GPUs (NVML index or UUID prefix)
+    memtui watch --prometheus URL --job 1234 --once
+                                        every GPU of Slurm job 1234, host by host, from the
+                                        cluster's Prometheus (dcgm-exporter, nvitop-exporter)
 
 Exit codes: 0 when the data was read, and also when this machine has no NVIDIA driver (one
 line says so); 1 when NVML is present but unusable (driver not loaded, version mismatch,
-no permission, timeout) or a `--replay` file cannot be read or holds no snapshot (empty,
-binary, unrelated) or the `--record` trace cannot be written (disk full: said once, then
-memtui stops; the lines written so far stay intact); 2 for a usage error (e.g. `--only`
-matches no GPU, or the `--record` file cannot be created).
+no permission, timeout), the Prometheus server does not answer as it should, a `--replay`
+file cannot be read or holds no snapshot (empty, binary, unrelated), or the `--record`
+trace cannot be written (disk full: said once, then memtui stops; the lines written so far
+stay intact); 2 for a usage error (e.g. `--only` matches no GPU, or the `--record` file
+cannot be created).
 
 The top level imports only argparse: telemetry, psutil, pynvml and rich load in `run`.
 """
@@ -25,10 +29,13 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
 
 if TYPE_CHECKING:
-    from memtui.telemetry import DeviceSnapshot, NodeSnapshot, TelemetrySource
+    from rich.text import Text
+
+    from memtui.telemetry import ClusterSnapshot, DeviceSnapshot, TelemetrySource
 
 MiB = 1024**2
 GiB = 1024**3
@@ -43,21 +50,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--once", action="store_true", help="poll once, print, exit")
     p.add_argument("--json", action="store_true", help="print snapshots as JSON")
-    p.add_argument(
-        "--interval", type=float, default=1.0, metavar="S", help="seconds between polls (1)"
-    )
     p.add_argument("--count", type=int, metavar="N", help="stop after N polls")
-    p.add_argument("--only", metavar="GPUS", help="comma-separated NVML indices or UUIDs")
     p.add_argument("--record", metavar="FILE", help="append each snapshot to a JSONL trace")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--replay", metavar="FILE", help="play back a recorded JSONL trace")
-    source.add_argument("--demo", action="store_true", help="a synthetic node running a job")
     p.add_argument(
         "--speed", type=float, default=1.0, metavar="X", help="replay speed; 0 = one line per poll"
     )
-    p.add_argument(
-        "--timeout", type=float, default=5.0, metavar="S", help="give up on a poll after S s (5)"
-    )
+    add_source_arguments(p)
     p.add_argument("--demo-gpus", type=int, default=8, metavar="N", help="GPUs in --demo (8)")
     p.add_argument(
         "--demo-card",
@@ -69,32 +67,28 @@ def register(subparsers: Any) -> None:
         "--demo-total-bytes", type=int, metavar="B", help="memory per GPU in --demo (the card's)"
     )
     p.add_argument("--demo-budget-bytes", type=int, metavar="B", help="job budget per GPU")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --demo node (0)")
     p.set_defaults(run=run)
 
 
-def _open(args: argparse.Namespace, only: tuple[str, ...]) -> TelemetrySource:
-    from memtui import telemetry
+def _open(args: argparse.Namespace) -> TelemetrySource:
+    from memtui.telemetry import open_source
 
-    if args.replay:
-        return telemetry.ReplaySource(args.replay, speed=args.speed or None, only=only)
+    options = args
     if args.demo:
-        kwargs: dict[str, Any] = {"card": args.demo_card, "seed": args.seed, "only": only}
-        if args.once:
-            # one table: show the job settled (past its ramp), not its first second
-            kwargs["start"] = time.time() - 75.0
-        kwargs["total_bytes"] = (
-            args.demo_total_bytes
-            if args.demo_total_bytes is not None
-            else _card_total_bytes(args.demo_card)
+        options = argparse.Namespace(
+            **{
+                **vars(args),
+                # one table: show the job settled (past its ramp), not its first second
+                "demo_start": time.time() - 75.0 if args.once else None,
+                "demo_total_bytes": args.demo_total_bytes
+                if args.demo_total_bytes is not None
+                else _card_total_bytes(args.demo_card),
+            }
         )
-        if args.demo_budget_bytes is not None:
-            kwargs["budget_bytes"] = args.demo_budget_bytes
-        try:
-            return telemetry.SyntheticSource(args.demo_gpus, **kwargs)
-        except ValueError as err:
-            raise UsageError(str(err)) from err
-    return telemetry.open_nvml(only, timeout_s=args.timeout)
+    try:
+        return open_source(options)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
 
 
 def _card_total_bytes(card: str) -> int:
@@ -131,12 +125,9 @@ def _card_total_bytes(card: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Poll the chosen source once or in a loop; print tables or JSON."""
-    from memtui.telemetry import Recorder, SourceState, parse_only
+    from memtui.telemetry import Recorder, SourceState, as_cluster, parse_only
 
-    if args.interval <= 0:
-        raise UsageError(f"--interval must be positive, not {args.interval}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    check_source_arguments(args)
     if args.speed < 0:
         raise UsageError(f"--speed must be 0 (one line per poll) or positive, not {args.speed}")
     if args.count is not None and args.count < 1:
@@ -145,19 +136,19 @@ def run(args: argparse.Namespace) -> int:
     source: TelemetrySource | None = None
     recorder: Recorder | None = None
     polls = 0
-    snapshot = None
-    # a live loop polls again after a failure; --once, a replay or a demo does not
-    retry_s = None if args.once or args.replay or args.demo else args.interval
+    snapshot: ClusterSnapshot | None = None
     try:
         if args.record:
             try:
                 recorder = Recorder(args.record)
             except OSError as err:
                 raise UsageError(f"--record {args.record}: {err.strerror or err}") from err
-        source = _open(args, only)
+        source = _open(args)
+        # a live loop polls again after a failure; --once or a trace file does not
+        retry_s = None if args.once or not source.info.live else args.interval
         while True:
             started = time.monotonic()
-            snapshot = source.poll()
+            snapshot = as_cluster(source.poll())
             polls += 1
             # recorded before it is shown: a poll the user saw survives a SIGKILL
             if recorder is not None:
@@ -173,19 +164,16 @@ def run(args: argparse.Namespace) -> int:
                     )
                     return 1
             if args.json:
-                indent = 2 if args.once else None
-                print(snapshot.model_dump_json(indent=indent), flush=True)
+                print(snapshot.dump_json(indent=2 if args.once else None), flush=True)
             else:
                 _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
             if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
                 return 2  # --only matched nothing: a usage error, say it once and stop
             done = args.once or (args.count is not None and polls >= args.count)
-            if done or snapshot.state is SourceState.ENDED:
+            # no driver here, a replay that ended, or a trace file that cannot be read: nothing
+            # will change by waiting
+            if done or source.info.gives_up(snapshot.state):
                 break
-            if snapshot.state is SourceState.NO_LIBRARY:
-                break  # no driver on this machine: nothing will change by waiting
-            if args.replay and snapshot.state is not SourceState.OK:
-                break  # unreadable, empty or unrelated trace: a file does not heal itself
             time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     except KeyboardInterrupt:
         return 0
@@ -200,9 +188,8 @@ def run(args: argparse.Namespace) -> int:
 def _exit_code(state: Any) -> int:
     from memtui.telemetry import SourceState
 
-    if state in (SourceState.OK, SourceState.NO_LIBRARY, SourceState.ENDED):
-        return 0
-    return 1
+    # no driver here, or a replay that ended, is not a failure: nothing was left unread
+    return 0 if state is SourceState.OK or state.terminal else 1
 
 
 def format_bytes(value: int | None) -> str:
@@ -227,89 +214,115 @@ def _device_name(d: DeviceSnapshot) -> str:
     return name
 
 
-def _print_table(snapshot: NodeSnapshot, *, clear: bool, retry_s: float | None = None) -> None:
+def _text(value: str) -> Text:
+    """An external string as a table cell: plain text (never markup), controls escaped."""
+    from rich.text import Text
+
+    from memtui.telemetry.text import printable
+
+    return Text(printable(value))
+
+
+def _print_table(snapshot: ClusterSnapshot, *, clear: bool, retry_s: float | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
     if clear and console.is_terminal:
         console.clear()
+    # a cluster source (Prometheus, a cluster trace): a host column, hosts in the header
+    node = snapshot.as_node()
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
-    parts = [snapshot.hostname or "", stamp, f"source {snapshot.source}"]
-    if snapshot.driver_version:
-        parts.append(f"driver {snapshot.driver_version}")
-    if snapshot.cuda_version:
-        parts.append(f"CUDA {snapshot.cuda_version}")
-    if snapshot.state.value != "ok":
+    if node is not None:
+        parts = [node.hostname or "", stamp, f"source {snapshot.source}"]
+        if node.driver_version:
+            parts.append(f"driver {node.driver_version}")
+        if node.cuda_version:
+            parts.append(f"CUDA {node.cuda_version}")
+    else:
+        hosts = len(snapshot.nodes)
+        gpus = len(snapshot.devices)
+        parts = [stamp, f"source {snapshot.source}", f"{hosts} host{'s' * (hosts != 1)}",
+                 f"{gpus} GPU{'s' * (gpus != 1)}"]  # fmt: skip
+    if not snapshot.ok:
         # one clear line: what is wrong and the usual remedy (e.g. no NVIDIA driver here)
         line = f"memtui watch: {snapshot.message}"
-        if retry_s is not None and snapshot.state.value not in ("no_library", "ended"):
+        if retry_s is not None and not snapshot.state.terminal:
             line += f" (retrying every {retry_s:g} s)"
-        console.print(line, markup=False, soft_wrap=True)
+        console.print(_text(line), soft_wrap=True)
         if not snapshot.devices:
             return
-    console.print("  ".join(p for p in parts if p), markup=False, soft_wrap=True)
+    console.print(_text("  ".join(p for p in parts if p)), soft_wrap=True)
 
-    gpus = Table(box=None, pad_edge=False, header_style="bold")
-    for column, justify in (
-        ("GPU", "left"),
-        ("Name", "left"),
-        ("Used", "right"),
-        ("Total", "right"),
-        ("Free", "right"),
-        ("Reserved", "right"),
-        ("Use%", "right"),
-        ("Util", "right"),
-        ("Procs", "right"),
-    ):
-        gpus.add_column(column, justify=justify)  # type: ignore[arg-type]
+    gpus_table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = [("GPU", "left"), ("Name", "left"), ("Used", "right"), ("Total", "right"),
+               ("Free", "right"), ("Reserved", "right"), ("Use%", "right"), ("Util", "right"),
+               ("Procs", "right")]  # fmt: skip
+    if node is None:
+        columns[:0] = [("Host", "left")]
+        columns.append(("Peak", "right"))
+    for column, justify in columns:
+        gpus_table.add_column(column, justify=justify)  # type: ignore[arg-type]
     notes: list[str] = []
-    for d in snapshot.devices:
-        if d.lost:
-            gpus.add_row(d.label, _device_name(d), "LOST", "", "", "", "", "", "")
-            notes.append(f"GPU {d.label}: {d.error or 'lost'}")
-            continue
-        frac = d.used_fraction
-        gpus.add_row(
-            d.label,
-            _device_name(d),
-            format_bytes(d.memory_used),
-            format_bytes(d.memory_total),
-            format_bytes(d.memory_free),
-            format_bytes(d.memory_reserved),
-            "n/a" if frac is None else f"{frac:.0%}",
-            _percent(d.utilization_gpu),
-            "n/a" if d.processes is None else str(len(d.processes)),
-        )
-        if d.error:  # partly unreadable (e.g. its MIG devices), yet polled
-            notes.append(f"GPU {d.label}: {d.error}")
-        if d.host_memory_fallback:
-            notes.append(f"GPU {d.label}: unified memory, figures are the host's RAM")
-        if d.processes_note:
-            notes.append(f"GPU {d.label}: {d.processes_note}")
+    for host_node in snapshot.nodes:
+        host = host_node.hostname or ""
+        where = "" if node is not None else f"{host} "
+        if node is None and not host_node.ok:
+            notes.append(f"host {host}: {host_node.message or host_node.state.value}")
+        for d in host_node.devices:
+            host_cell = [_text(host)] if node is None else []
+            peak_cell = [format_bytes(d.memory_peak)] if node is None else []
+            if d.lost:
+                blank = [""] * (len(columns) - 3 - len(host_cell))
+                gpus_table.add_row(*host_cell, d.label, _text(_device_name(d)), "LOST", *blank)
+                notes.append(f"{where}GPU {d.label}: {d.error or 'lost'}")
+                continue
+            frac = d.used_fraction
+            gpus_table.add_row(
+                *host_cell,
+                d.label,
+                _text(_device_name(d)),
+                format_bytes(d.memory_used),
+                format_bytes(d.memory_total),
+                format_bytes(d.memory_free),
+                format_bytes(d.memory_reserved),
+                "n/a" if frac is None else f"{frac:.0%}",
+                _percent(d.utilization_gpu),
+                "n/a" if d.processes is None else str(len(d.processes)),
+                *peak_cell,
+            )
+            if d.error:  # partly unreadable (e.g. its MIG devices), yet polled
+                notes.append(f"{where}GPU {d.label}: {d.error}")
+            if d.host_memory_fallback:
+                notes.append(f"{where}GPU {d.label}: unified memory, figures are the host's RAM")
+            if d.processes_note:
+                notes.append(f"{where}GPU {d.label}: {d.processes_note}")
     if not snapshot.devices:
-        console.print("no GPUs found (NVML lists none on this node)")
+        console.print("no GPUs found (NVML lists none on this node)" if node is not None
+                      else "no GPUs found (no series matched the selection)")  # fmt: skip
+        for note in notes:
+            console.print(_text(f"note: {note}"), soft_wrap=True)
         return
-    console.print(gpus)
+    console.print(gpus_table)
 
     procs = Table(box=None, pad_edge=False, header_style="bold")
-    for column, justify in (
-        ("GPU", "left"),
-        ("PID", "right"),
-        ("User", "left"),
-        ("GPU memory", "right"),
-        ("Command", "left"),
-    ):
+    proc_columns = [("GPU", "left"), ("PID", "right"), ("User", "left"),
+                    ("GPU memory", "right"), ("Command", "left")]  # fmt: skip
+    if node is None:
+        proc_columns[:0] = [("Host", "left")]
+    for column, justify in proc_columns:
         procs.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     # a long command line must not squeeze PID and memory out of view: cut it instead
     room = max(20, console.width - 45)
     rows = 0
-    for d in snapshot.devices:
+    for key, _, d in snapshot.rows():
         for p in d.processes or ():
             command = p.command or p.name or "(not visible here)"
             if len(command) > room:
                 command = command[: room - 1] + "…"
-            procs.add_row(d.label, str(p.pid), p.user or "?", format_bytes(p.used_bytes), command)
+            host_cell = [_text(key.host)] if node is None else []
+            procs.add_row(*host_cell, d.label, str(p.pid), _text(p.user or "?"),
+                          format_bytes(p.used_bytes), _text(command))  # fmt: skip
             rows += 1
     if rows:
         console.print()
@@ -317,4 +330,4 @@ def _print_table(snapshot: NodeSnapshot, *, clear: bool, retry_s: float | None =
     elif snapshot.devices:
         console.print("no compute processes")
     for note in notes:
-        console.print(f"note: {note}", markup=False, soft_wrap=True)
+        console.print(_text(f"note: {note}"), soft_wrap=True)

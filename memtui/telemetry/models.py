@@ -1,22 +1,29 @@
 """Frozen snapshot records that every telemetry source returns (DESIGN.md section 2).
 
-A `NodeSnapshot` is one poll of one node: versions, the source's health, and one
-`DeviceSnapshot` per GPU (and per MIG device), each with its `ProcessSnapshot`s. Sizes are
-bytes (int); a value NVML cannot give is `None` (shown as "n/a"), never 0. The UI renders
-these records and never calls NVML itself. The same records are the JSONL trace format
-(one `NodeSnapshot.model_dump_json()` per line; see docs/telemetry.md).
+A `ClusterSnapshot` is one poll of a source: its health and one `NodeSnapshot` per host. A
+`NodeSnapshot` is one node: versions, its own health (a host that stopped reporting is LOST),
+and one `DeviceSnapshot` per GPU (and per MIG device), each with its `ProcessSnapshot`s. A
+device is known across polls and hosts by its `DeviceKey` (host, UUID or index). Sizes are
+bytes (int); a value the source cannot give is `None` (shown as "n/a"), never 0. The UI
+renders these records and never calls NVML or HTTP itself. The same records are the JSONL
+trace format (see docs/telemetry.md): a source of one node writes its `NodeSnapshot` per line
+(format 1, unchanged), a source of many hosts its `ClusterSnapshot` (format 2).
 """
 
 from __future__ import annotations
 
 import functools
 import socket
+from collections.abc import Iterator
 from enum import Enum
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: Version of the JSONL trace format written by the recorder.
+#: Version of a trace line holding one node (what single-node sources write).
 TRACE_FORMAT = 1
+#: Version of a trace line holding a cluster (`nodes`), what many-host sources write.
+CLUSTER_TRACE_FORMAT = 2
 
 
 class SourceState(str, Enum):
@@ -30,6 +37,13 @@ class SourceState(str, Enum):
     TIMEOUT = "timeout"  # the poll did not finish in time (nvmlInit hangs on some drivers)
     ERROR = "error"  # any other source-level failure
     ENDED = "ended"  # a replayed trace has no more lines
+    LOST = "lost"  # a host of a cluster stopped reporting (or its samples went stale)
+
+    @property
+    def terminal(self) -> bool:
+        """Polling again cannot change this: no driver on this machine, or a replay that
+        ended. Every other failure is retryable (a driver reload, a server restart)."""
+        return self in (SourceState.NO_LIBRARY, SourceState.ENDED)
 
 
 class _Frozen(BaseModel):
@@ -97,11 +111,22 @@ class DeviceSnapshot(_Frozen):
     """Compute processes; None when the list could not be read (see `processes_note`)."""
     processes_note: str | None = None
     """Why the list is empty or partial, e.g. processes in another PID namespace."""
+    memory_peak: int | None = None
+    """Bytes: the highest `memory_used` since the job began, when the source knows it
+    (Prometheus `max_over_time`); None otherwise (the dashboard keeps its own peak)."""
+    workload: str | None = None
+    """Who uses the GPU as a cluster's exporter labels it (Kubernetes namespace/pod/container,
+    Slurm job); None from NVML, which lists processes instead."""
 
     @property
     def label(self) -> str:
         """Short row label: "0" for GPU 0, "0:1" for its MIG device 1."""
         return str(self.index) if self.mig_index is None else f"{self.index}:{self.mig_index}"
+
+    @property
+    def ident(self) -> str:
+        """What names this device on its host across polls: its UUID, else its label."""
+        return self.uuid or self.label
 
     @property
     def used_fraction(self) -> float | None:
@@ -142,9 +167,115 @@ class NodeSnapshot(_Frozen):
     @property
     def message(self) -> str | None:
         """`reason` and `remedy` as one line, for a status bar; None when OK."""
-        if self.reason is None:
+        return _one_message(self.reason, self.remedy)
+
+
+def _one_message(reason: str | None, remedy: str | None) -> str | None:
+    if reason is None:
+        return None
+    return f"{reason}: {remedy}" if remedy else reason
+
+
+class DeviceKey(NamedTuple):
+    """A GPU across polls and hosts: history, peaks and alerts key on it (a label such as
+    "0" is on every host)."""
+
+    host: str
+    device: str
+    """The device's UUID, else its label ("0", "0:1")."""
+
+
+class ClusterSnapshot(_Frozen):
+    """One poll of a source: its health and one `NodeSnapshot` per host.
+
+    A source of one node (NVML, the demo) answers a cluster of that node (`of_node`). The
+    cluster's `state` is the source's (a Prometheus server that does not answer); a node's
+    `state` is its host's (LOST when it stopped reporting)."""
+
+    format: int = CLUSTER_TRACE_FORMAT
+    """JSONL trace format version (2 for a cluster line)."""
+    time: float
+    """Unix time of the poll in seconds."""
+    source: str = "nvml"
+    """The source's label: "nvml", "replay:<file>", "demo", "prometheus:<url>"."""
+    state: SourceState = SourceState.OK
+    reason: str | None = None
+    """One line on what is wrong when state is not OK."""
+    remedy: str | None = None
+    """The usual fix for `reason`, one line."""
+    nodes: tuple[NodeSnapshot, ...] = Field(default_factory=tuple)
+    poll_seconds: float | None = None
+    """Wall time the poll took; None for sources that do not measure it."""
+    single_node: bool = Field(False, exclude=True)
+    """Written as its one node (trace format 1): what a single-node source answers."""
+
+    @classmethod
+    def of_node(cls, node: NodeSnapshot) -> ClusterSnapshot:
+        """The cluster of one node, health and time taken from the node."""
+        return cls(
+            time=node.time,
+            source=node.source,
+            state=node.state,
+            reason=node.reason,
+            remedy=node.remedy,
+            nodes=(node,),
+            poll_seconds=node.poll_seconds,
+            single_node=True,
+        )
+
+    @functools.cached_property
+    def devices(self) -> tuple[DeviceSnapshot, ...]:
+        """Every device of every node, host by host."""
+        if len(self.nodes) == 1:
+            return self.nodes[0].devices
+        return tuple(d for node in self.nodes for d in node.devices)
+
+    def rows(self) -> Iterator[tuple[DeviceKey, NodeSnapshot, DeviceSnapshot]]:
+        """(key, node, device) for every device, host by host."""
+        for node in self.nodes:
+            host = node.hostname or ""
+            for device in node.devices:
+                yield DeviceKey(host, device.ident), node, device
+
+    @property
+    def ok(self) -> bool:
+        """True when the source answered normally (hosts or devices may still be lost)."""
+        return self.state is SourceState.OK
+
+    @property
+    def message(self) -> str | None:
+        """`reason` and `remedy` as one line, for a status bar; None when OK."""
+        return _one_message(self.reason, self.remedy)
+
+    def as_node(self) -> NodeSnapshot | None:
+        """A single-node source's answer as that node, with the cluster's health and time
+        (which a replay or `--only` may have changed); None for a cluster of many hosts."""
+        if not self.single_node or len(self.nodes) != 1:
             return None
-        return f"{self.reason}: {self.remedy}" if self.remedy else self.reason
+        return self.nodes[0].model_copy(
+            update={
+                "time": self.time,
+                "source": self.source,
+                "state": self.state,
+                "reason": self.reason,
+                "remedy": self.remedy,
+                "poll_seconds": self.poll_seconds,
+            }
+        )
+
+    def dump_json(self, indent: int | None = None) -> str:
+        """The snapshot as one trace line (or `watch --json` output): a single-node source's
+        as its node (format 1, what scripts read before clusters existed), else the cluster
+        (format 2)."""
+        node = self.as_node()
+        return (node or self).model_dump_json(indent=indent)
+
+
+def as_cluster(snapshot: ClusterSnapshot | NodeSnapshot) -> ClusterSnapshot:
+    """A source's answer as a cluster (a source of one node may answer its node)."""
+    if isinstance(snapshot, NodeSnapshot):
+        return ClusterSnapshot.of_node(snapshot)
+    return snapshot
 
 
 @functools.lru_cache(maxsize=1)
@@ -172,3 +303,10 @@ def failed_snapshot(
         reason=reason,
         remedy=remedy,
     )
+
+
+def failed_cluster(
+    state: SourceState, reason: str, remedy: str | None, *, time: float, source: str
+) -> ClusterSnapshot:
+    """A cluster snapshot with no nodes that reports a source-level problem."""
+    return ClusterSnapshot(time=time, source=source, state=state, reason=reason, remedy=remedy)

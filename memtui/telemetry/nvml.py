@@ -32,12 +32,27 @@ from memtui.telemetry.models import (
     failed_snapshot,
 )
 from memtui.telemetry.processes import OTHER_NAMESPACE_NOTE, ProcessInfoCache
-from memtui.telemetry.source import ambiguous_only_update, matches_only, no_match_update
+from memtui.telemetry.source import (
+    SourceInfo,
+    SourceKind,
+    ambiguous_only_update,
+    matches_only,
+    no_match_update,
+)
 
 #: NVML C calls per GPU per poll once initialised, when the GPU has processes:
 #: nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetUtilizationRates and
 #: nvmlDeviceGetComputeRunningProcesses_v3 twice (size query, then fill). 3 without processes.
 STEADY_CALLS_PER_GPU = 4
+
+#: What the NVML source is, for status lines and the timeout guard.
+NVML_INFO = SourceInfo(
+    SourceKind.NVML,
+    "nvml",
+    "live NVML",
+    "NVML is not answering",
+    "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot",
+)
 
 #: A GPU whose discovery failed (its handle, MIG mode or MIG layout) is discovered again every
 #: this many polls, so a GPU that comes back (reset, driver hiccup) reappears by itself.
@@ -156,7 +171,8 @@ class NvmlSource:
     psutil lookups (name, user, command). Wrap in `BoundedSource` to bound a hanging poll.
     """
 
-    name = "nvml"
+    name = NVML_INFO.label
+    info = NVML_INFO
 
     def __init__(
         self,
@@ -307,7 +323,7 @@ class NvmlSource:
 
     def close(self) -> None:
         """nvmlShutdown once. Safe to call twice. Not registered with atexit here: the exit
-        hook belongs to `BoundedSource` (`open_nvml`), which skips it while a poll is stuck
+        hook belongs to `BoundedSource` (`open_source`), which skips it while a poll is stuck
         in the driver; a bare NvmlSource must be closed by its owner."""
         if self._initialized:
             self._shutdown()

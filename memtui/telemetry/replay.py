@@ -1,11 +1,13 @@
 """Replay a recorded JSONL trace as a telemetry source (`memtui watch --replay FILE`).
 
-At `speed=1` a poll returns the snapshot that was current at the same offset into the
-recording; `speed=10` plays ten times faster; `speed=None` steps one line per poll (tests,
-benchmarks). Snapshots keep their recorded `time`; `source` becomes "replay:<file name>".
-At the end the last snapshot is repeated with state ENDED, or the trace restarts if `loop`;
-a file without a single readable snapshot (empty, binary, unrelated) answers state ERROR.
-The trace is read lazily, so hours of recording cost no memory up front.
+A trace line is a node (format 1) or a cluster (format 2); either replays as a
+`ClusterSnapshot`. At `speed=1` a poll returns the snapshot that was current at the same
+offset into the recording; `speed=10` plays ten times faster; `speed=None` steps one line
+per poll (tests, benchmarks). Snapshots keep their recorded `time`; `source` becomes
+"replay:<file name>". At the end the last snapshot is repeated with state ENDED, or the
+trace restarts if `loop`; a file without a single readable snapshot (empty, binary,
+unrelated) answers state ERROR. The trace is read lazily, so hours of recording cost no
+memory up front.
 """
 
 from __future__ import annotations
@@ -15,9 +17,25 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from memtui.telemetry.models import NodeSnapshot, SourceState, failed_snapshot
+from memtui.telemetry.models import (
+    ClusterSnapshot,
+    SourceState,
+    failed_snapshot,
+)
 from memtui.telemetry.recorder import iter_snapshots
-from memtui.telemetry.source import select_devices
+from memtui.telemetry.source import SourceInfo, SourceKind, select_in_cluster
+
+
+def replay_info(path: Path) -> SourceInfo:
+    """What a replay of `path` is: not live (a file that cannot be read does not heal)."""
+    return SourceInfo(
+        SourceKind.REPLAY,
+        f"replay:{path.name}",
+        f"replay {path.name}",
+        f"trace {path.name} is not being read",
+        "check the disk holding it",
+        live=False,
+    )
 
 
 class ReplaySource:
@@ -36,12 +54,13 @@ class ReplaySource:
         self.speed = speed if speed else None
         self.loop = loop
         self.only = tuple(only)
-        self.name = f"replay:{self.path.name}"
+        self.info = replay_info(self.path)
+        self.name = self.info.label
         self._clock = clock
         self._file: BinaryIO | None = None
-        self._lines: Iterator[NodeSnapshot] | None = None
-        self._current: NodeSnapshot | None = None
-        self._pending: NodeSnapshot | None = None
+        self._lines: Iterator[ClusterSnapshot] | None = None
+        self._current: ClusterSnapshot | None = None
+        self._pending: ClusterSnapshot | None = None
         self._first_time = 0.0
         self._started = 0.0
         self._ended = False
@@ -54,14 +73,14 @@ class ReplaySource:
         self._ended = False
         self._started = self._clock()
 
-    def _next(self) -> NodeSnapshot | None:
+    def _next(self) -> ClusterSnapshot | None:
         assert self._lines is not None
         if self._pending is not None:
             pending, self._pending = self._pending, None
             return pending
         return next(self._lines, None)
 
-    def poll(self) -> NodeSnapshot:
+    def poll(self) -> ClusterSnapshot:
         """The trace's snapshot for now (or the next one, in step mode)."""
         try:
             if self._lines is None:
@@ -71,32 +90,31 @@ class ReplaySource:
                 self._open()
                 snapshot = self._advance()
         except OSError as err:
-            return failed_snapshot(
-                SourceState.ERROR,
+            return self._failed(
                 f"cannot read trace {self.path}: {err.strerror or err}",
                 "check the path given to --replay",
-                time=time.time(),
-                source=self.name,
             )
         if snapshot is None:
             if self._current is None:
                 # empty, binary or unrelated: an error, not a replay that merely ended
-                return failed_snapshot(
-                    SourceState.ERROR,
+                return self._failed(
                     f"trace {self.path.name} holds no memtui snapshots "
                     "(empty, or not a JSONL trace)",
                     "record one with `memtui watch --record FILE`",
-                    time=time.time(),
-                    source=self.name,
                 )
             self._ended = True
             snapshot = self._current.model_copy(
                 update={"state": SourceState.ENDED, "reason": "end of replay", "remedy": None}
             )
-            return select_devices(snapshot.model_copy(update={"source": self.name}), self.only)
-        return select_devices(snapshot.model_copy(update={"source": self.name}), self.only)
+        return select_in_cluster(snapshot.model_copy(update={"source": self.name}), self.only)
 
-    def _advance(self) -> NodeSnapshot | None:
+    def _failed(self, reason: str, remedy: str) -> ClusterSnapshot:
+        # a node-shaped failure, as before traces held clusters (`watch --json` prints it so)
+        return ClusterSnapshot.of_node(
+            failed_snapshot(SourceState.ERROR, reason, remedy, time=time.time(), source=self.name)
+        )
+
+    def _advance(self) -> ClusterSnapshot | None:
         """Move to the snapshot due now; None when the trace is exhausted."""
         if self.speed is None:  # step mode: one line per poll
             snapshot = self._next()

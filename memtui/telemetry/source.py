@@ -1,8 +1,10 @@
-"""The source interface, the timeout guard around it, and `--only` device selection.
+"""The source interface, what a source says about itself, the timeout guard, and `--only`.
 
-Every source (NVML, replay, synthetic) implements `TelemetrySource`: `poll()` returns a
-`NodeSnapshot` and never raises for an NVML problem; `close()` releases it. The UI calls
-`poll()` from a thread worker, wrapped in `BoundedSource` so a hung driver cannot freeze it.
+Every source (NVML, replay, synthetic, Prometheus) implements `TelemetrySource`: `poll()`
+returns a `ClusterSnapshot` (a source of one node may answer its `NodeSnapshot`; `as_cluster`
+lifts it) and never raises for an NVML or HTTP problem; `close()` releases it; `info` says
+what it is. The UI polls from a thread worker, and live sources are wrapped in
+`BoundedSource` so a hung driver or server cannot freeze it.
 """
 
 from __future__ import annotations
@@ -11,20 +13,66 @@ import atexit
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol, runtime_checkable
 
-from memtui.telemetry.models import DeviceSnapshot, NodeSnapshot, SourceState, failed_snapshot
+from memtui.telemetry.models import (
+    ClusterSnapshot,
+    DeviceSnapshot,
+    NodeSnapshot,
+    SourceState,
+    as_cluster,
+    failed_cluster,
+    failed_snapshot,
+)
+
+
+class SourceKind(str, Enum):
+    """What kind of source feeds the screen (the UI tells sources apart by this alone)."""
+
+    NVML = "nvml"
+    REPLAY = "replay"
+    DEMO = "demo"
+    PROMETHEUS = "prometheus"
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a source says about itself, for status lines and failure messages."""
+
+    kind: SourceKind
+    label: str
+    """The snapshots' `source`: "nvml", "replay:run.jsonl", "demo", "prometheus:URL"."""
+    mode: str
+    """How a status line names it: "live NVML", "replay run.jsonl", "Prometheus URL"."""
+    silent: str
+    """What "not answering" means for it, e.g. "NVML is not answering"."""
+    silent_remedy: str
+    """The usual fix when it does not answer."""
+    live: bool = True
+    """Its failures may heal by themselves, so polling again is worth it (a driver reload, a
+    server restart); a trace file that cannot be read does not heal."""
+    cluster: bool = False
+    """It reports many hosts (its failures leave no node to blame)."""
+
+    def gives_up(self, state: SourceState) -> bool:
+        """Whether polling again after a snapshot in `state` is pointless: the state is
+        terminal, or the source is not live and failed."""
+        return state.terminal or (not self.live and state is not SourceState.OK)
 
 
 @runtime_checkable
 class TelemetrySource(Protocol):
-    """What the UI and `memtui watch` need from a source of node snapshots."""
+    """What the UI and `memtui watch` need from a source of snapshots."""
 
     name: str
-    """Short description for a status line, e.g. "nvml", "replay:run.jsonl", "demo"."""
+    """The snapshots' `source`, e.g. "nvml", "replay:run.jsonl", "demo" (`info.label`)."""
+    info: SourceInfo
+    """What kind of source it is and what its silence means."""
 
-    def poll(self) -> NodeSnapshot:
-        """Read the node now. Problems come back as `state`/`reason`, not as exceptions."""
+    def poll(self) -> ClusterSnapshot | NodeSnapshot:
+        """Read the source now. Problems come back as `state`/`reason`, not as exceptions."""
         ...
 
     def close(self) -> None:
@@ -41,8 +89,9 @@ class BoundedSource:
     running, further polls answer TIMEOUT without touching NVML. When it ends, the next poll
     starts afresh (its stale result is dropped).
 
-    It also owns the exit hook: `close()` runs at interpreter exit (the inner source does not
-    register its own), skips the inner close while an abandoned poll is stuck (nvmlShutdown
+    What "not answering" means comes from the inner source's `info` (NVML, a Prometheus
+    server). It also owns the exit hook: `close()` runs at interpreter exit (the inner source
+    does not register its own), skips the inner close while an abandoned poll is stuck (nvmlShutdown
     would block on the same driver) and otherwise gives it `timeout_s` in a daemon thread, so
     a hung driver can never keep memtui from exiting.
     """
@@ -56,6 +105,7 @@ class BoundedSource:
         self.inner = inner
         self.timeout_s = timeout_s
         self.name = inner.name
+        self.info = inner.info
         self._clock = clock
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -63,8 +113,8 @@ class BoundedSource:
         self._closed = False
         atexit.register(self.close)
 
-    def poll(self) -> NodeSnapshot:
-        """Poll the inner source, bounded by `timeout_s`."""
+    def poll(self) -> ClusterSnapshot | NodeSnapshot:
+        """Poll the inner source, bounded by `timeout_s` (its answer as it gave it)."""
         with self._lock:  # callers from several threads still never overlap
             if self._closed:  # polled again after close(): the inner source re-initialises
                 self._closed = False
@@ -72,7 +122,7 @@ class BoundedSource:
             if self._thread is not None and self._thread.is_alive():
                 waited = self._clock() - self._started_at
                 return self._timeout(f"previous poll still running after {waited:.0f} s")
-            box: list[NodeSnapshot] = []
+            box: list[ClusterSnapshot | NodeSnapshot] = []
             errors: list[BaseException] = []
 
             def work() -> None:
@@ -122,14 +172,30 @@ class BoundedSource:
         closer.start()
         closer.join(self.timeout_s)
 
-    def _timeout(self, why: str) -> NodeSnapshot:
-        return failed_snapshot(
+    def _timeout(self, why: str) -> ClusterSnapshot | NodeSnapshot:
+        # no "retrying" here: whether the caller polls again is the caller's to say
+        failed = failed_cluster if self.info.cluster else failed_snapshot
+        return failed(
             SourceState.TIMEOUT,
-            f"NVML is not answering ({why})",
-            # no "retrying" here: whether the caller polls again is the caller's to say
-            "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot",
+            f"{self.info.silent} ({why})",
+            self.info.silent_remedy,
             time=self._clock(),
             source=self.name,
+        )
+
+
+def poll_safely(source: TelemetrySource) -> ClusterSnapshot:
+    """One poll as a cluster; a source that raises (a bug, not an NVML or HTTP problem)
+    becomes an ERROR snapshot, so a worker thread can always post an answer."""
+    try:
+        return as_cluster(source.poll())
+    except Exception as err:
+        return failed_cluster(
+            SourceState.ERROR,
+            f"telemetry source failed: {type(err).__name__}: {err}",
+            "please report this; memtui keeps retrying",
+            time=time.time(),
+            source=source.name,
         )
 
 
@@ -177,6 +243,30 @@ def select_devices(snapshot: NodeSnapshot, only: Sequence[str]) -> NodeSnapshot:
         labels = sorted({str(d.index) for d in snapshot.devices}, key=int)
         return snapshot.model_copy(update={"devices": kept, **no_match_update(only, labels)})
     return snapshot.model_copy(update={"devices": kept})
+
+
+def select_in_cluster(snapshot: ClusterSnapshot, only: Sequence[str]) -> ClusterSnapshot:
+    """The cluster restricted to the devices `only` selects, host by host; a selection that
+    matches nothing (or is ambiguous) says so as the cluster's state."""
+    if not only:
+        return snapshot
+    node = snapshot.as_node()
+    if node is not None:
+        return ClusterSnapshot.of_node(select_devices(node, only))
+    nodes = tuple(
+        n.model_copy(
+            update={
+                "devices": tuple(
+                    d for d in n.devices if matches_only(only, d.index, d.uuid, d.parent_uuid)
+                )
+            }
+        )
+        for n in snapshot.nodes
+    )
+    if snapshot.devices and not any(n.devices for n in nodes):
+        labels = sorted({str(d.index) for d in snapshot.devices}, key=int)
+        return snapshot.model_copy(update={"nodes": nodes, **no_match_update(only, labels)})
+    return snapshot.model_copy(update={"nodes": nodes})
 
 
 def ambiguous_only_update(

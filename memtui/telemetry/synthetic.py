@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from memtui.telemetry.models import DeviceSnapshot, NodeSnapshot, ProcessSnapshot
-from memtui.telemetry.source import select_devices
+from memtui.telemetry.source import SourceInfo, SourceKind, select_devices
 
 MiB = 1024**2
 #: Total memory NVML reports for an NVIDIA H100 80GB HBM3 (81559 MiB), the default card.
@@ -25,6 +25,15 @@ H100_80GB_TOTAL_BYTES = 81559 * MiB
 _CONTEXT_BYTES = 600 * MiB  # a CUDA context plus cuBLAS workspace, before any tensor
 _RESERVED_BYTES = 512 * MiB  # what the driver reserves (memory.reserved)
 _FIRST_PID = 41000
+
+#: What the demo source is: never silent (no I/O), so `silent` is never said.
+DEMO_INFO = SourceInfo(
+    SourceKind.DEMO,
+    "demo",
+    "demo (synthetic node)",
+    "the demo node is not answering",
+    "please report this",
+)
 
 
 class SyntheticSource:
@@ -70,7 +79,8 @@ class SyntheticSource:
         self.excursion_s = excursion_s
         self.excursion_gpu = seed % gpus
         self.only = tuple(only)
-        self.name = "demo"
+        self.name = DEMO_INFO.label
+        self.info = DEMO_INFO
         self._clock = clock
         self._start = clock() if start is None else start
 

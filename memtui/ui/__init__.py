@@ -2,7 +2,7 @@
 
 `make_app(plan, source, ...)` builds the app for the CLI and the tests. Importing this package
 does not import Textual: `make_app` and `MemtuiApp` load `memtui.ui.app` on first use, so the
-CLI can start the first poll (`memtui.ui.first_poll`) and read a plan file
+CLI can start the first poll (`memtui.telemetry.FirstPoll`) and read a plan file
 (`memtui.plans.memtui_toml`) before Textual's import is paid.
 """
 

@@ -15,8 +15,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from memtui.estimator import Plan
-from memtui.telemetry import TelemetrySource
-from memtui.ui.first_poll import FirstPoll
+from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 

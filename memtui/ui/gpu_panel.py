@@ -1,7 +1,9 @@
 """The GPU panel: a legend of the budget's terms, the plan's own bar, and one row per GPU.
 
 The screen sets `view` (budget, latest snapshot, statuses, history, unit); the panel mounts
-or removes rows when the GPU count changes and hands each row its `RowData`.
+or removes rows when the GPU count changes and hands each row its `RowData`. A snapshot of
+many hosts (a cluster source) is drawn by `ClusterRows` instead: compact rows grouped by
+host, or a summary row per host when the screen cannot show every GPU.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 
 from memtui.estimator import Budget
-from memtui.telemetry import NodeSnapshot
+from memtui.telemetry import ClusterSnapshot, DeviceKey
+from memtui.ui.cluster_rows import ClusterRows, ClusterView
 from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
@@ -42,9 +45,11 @@ class PanelView:
 
     budget: Budget
     unit: str
-    snapshot: NodeSnapshot | None = None
-    statuses: dict[str, RowStatus] = field(default_factory=dict)
+    snapshot: ClusterSnapshot | None = None
+    statuses: dict[DeviceKey, RowStatus] = field(default_factory=dict)
     history: GpuHistory | None = None
+    expand_hosts: bool = False
+    """Across hosts: every GPU, even when the screen has no room for them all."""
 
 
 class GpuPanel(Vertical):
@@ -58,6 +63,8 @@ class GpuPanel(Vertical):
     DEFAULT_CSS = """
     GpuPanel { height: auto; }
     GpuPanel > #legend { height: auto; }
+    GpuPanel > #cluster { display: none; }
+    GpuPanel.-cluster > #cluster { display: block; }
     """
 
     # repaint=False: the panel itself draws only its border; its legend and rows repaint
@@ -100,6 +107,7 @@ class GpuPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield ViewWidget(id="legend")
         yield GpuRow(id="plan-row")
+        yield ClusterRows(id="cluster")
         for _ in range(self._initial_rows):
             yield GpuRow(classes="device-row")
 
@@ -125,7 +133,26 @@ class GpuPanel(Vertical):
         self.query_one("#plan-row", GpuRow).data = RowData(
             budget=view.budget, unit=view.unit, styles=styles
         )
-        devices = view.snapshot.devices if view.snapshot else ()
+        snapshot = view.snapshot
+        many = snapshot is not None and len(snapshot.nodes) > 1
+        self.set_class(many, "-cluster")
+        if many and snapshot is not None:
+            self.query_one(ClusterRows).show_view(
+                ClusterView(
+                    budget=view.budget,
+                    unit=view.unit,
+                    snapshot=snapshot,
+                    statuses=view.statuses,
+                    history=view.history or GpuHistory(),
+                    styles=styles,
+                    width=width,
+                    # what is left of the screen under the legend, the plan row, the status
+                    # line and the footer (and the settings summary on a narrow screen)
+                    room=self.screen.size.height - (16 if self.narrow else 10),
+                    expanded=view.expand_hosts,
+                )
+            )
+        devices = () if many or snapshot is None else snapshot.devices
         rows = list(self.query(".device-row").results(GpuRow))
         if len(rows) != len(devices):
             for row in rows[len(devices) :]:
@@ -137,13 +164,14 @@ class GpuPanel(Vertical):
                 self.mount_all(new)
             rows = (rows + new)[: len(devices)]
         history = view.history or GpuHistory()
-        for row, device in zip(rows, devices, strict=False):
-            track = history.get(device.label)
+        keyed = snapshot.rows() if snapshot is not None and not many else ()
+        for row, (key, _, device) in zip(rows, keyed, strict=False):
+            track = history.get(key)
             row.data = RowData(
                 budget=view.budget,
                 unit=view.unit,
                 device=device,
-                status=view.statuses.get(device.label, RowStatus.UNKNOWN),
+                status=view.statuses.get(key, RowStatus.UNKNOWN),
                 peak=track.peak if track.history else None,
                 history=tuple(track.history)[-SPARK_WIDTH:],
                 styles=styles,

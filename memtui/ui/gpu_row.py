@@ -7,12 +7,13 @@ Narrow layout (the screen's `-narrow` class), one line:
     0▲ ██████████░░│······ 44.1/42.5 GB OVER
 Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`, resolved
 once by the panel and handed down in `RowData.styles`: a component class declared on every row
-cost each row a stylesheet pass per class); the status is also written out.
+cost each row a stylesheet pass per class); the status is also written out. `row_text` draws
+a row as text, for a `GpuRow` and for the cluster view's compact rows alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rich.style import Style
@@ -22,6 +23,7 @@ from textual.widget import Widget
 
 from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
+from memtui.telemetry.text import printable
 from memtui.ui.bar import render_bar, sparkline
 from memtui.ui.gpu_state import RowStatus
 from memtui.ui.themes import TERM_VARIABLES
@@ -104,79 +106,93 @@ class GpuRow(Widget):
         self.set_class(bool(status and status.alert), "-alert")
         self.set_class(near, "-near")
 
-    def _style(self, name: str) -> Style:
-        data = self.data
-        return data.styles.get(name, _PLAIN) if data is not None else _PLAIN
-
     def render(self) -> Text:
         data = self.data
         if data is None:
             return Text("")
-        width = self.size.width
-        device, budget, unit = data.device, data.budget, data.unit
-        scale = (device.memory_total if device else None) or budget.capacity
-        used = device.memory_used if device and not device.lost else None
-        status = data.status
-        mark = "▲" if status and status.alert else ("✕" if status is RowStatus.LOST else " ")
-        if device is None:
-            label = "plan" if self.narrow else "Plan "
-        else:
-            label = device.label if self.narrow else f"GPU {device.label}"
-        head = Text.assemble((label.ljust(4 if self.narrow else 6), self._style("label")))
-        mark_style = _STATUS_CLASS[status] if status and status.alert else "dim"
-        head.append(mark + " ", self._style(mark_style))
-        numbers = self._numbers(data, used, scale, unit)
-        if self.narrow:
-            bar = render_bar(max(4, width - len(head) - len(numbers) - 1), scale,
-                             budget.terms, used, self._style)  # fmt: skip
-            return Text.assemble(head, bar, " ", numbers, no_wrap=True, overflow="crop")
-        indent = " " * len(head)
-        if device is None or device.lost:
-            bar = render_bar(max(4, width - len(head)), scale, budget.terms, used, self._style)
-            return Text.assemble(head, bar, "\n", indent, numbers, no_wrap=True)
-        # used/budget beside the bar; the status and the rest on the second line
-        tail = Text(f"{num(used, unit)}/{num(budget.total, unit)} {unit}")
-        bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used,
-                         self._style)  # fmt: skip
-        return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
+        return row_text(data, self.size.width, self.narrow)
 
-    def _numbers(self, data: RowData, used: int | None, scale: int, unit: str) -> Text:
-        budget, device, status = data.budget, data.device, data.status
-        text = Text(no_wrap=True)
-        if device is None:  # the plan's own row
-            verdict = "FITS" if budget.fits else "DOES NOT FIT"
-            style = self._style("ok" if budget.fits else "alert")
-            if self.narrow:
-                text.append(f"{num(budget.total, unit)}/{num(budget.capacity, unit)} {unit} ")
-                text.append(verdict, style)
-                return text
-            # the verdict first: on a narrow pane (100 columns) the numbers are cropped, not it
-            text.append(verdict, style)
-            text.append(
-                f"  budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
-                f"  headroom {num(budget.headroom, unit)}"
-            )
+
+def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) -> Text:
+    """A row as text, `width` cells wide: two lines, or one when `narrow` (the cluster view's
+    compact rows too). `label` replaces the device's own ("gpu07/3" across hosts)."""
+    styles = data.styles
+
+    def style(name: str) -> Style:
+        return styles.get(name, _PLAIN)
+
+    device, budget, unit = data.device, data.budget, data.unit
+    scale = (device.memory_total if device else None) or budget.capacity
+    used = device.memory_used if device and not device.lost else None
+    status = data.status
+    mark = "▲" if status and status.alert else ("✕" if status is RowStatus.LOST else " ")
+    if device is None:
+        label = "plan" if narrow else "Plan "
+    elif label is None:
+        label = device.label if narrow else f"GPU {device.label}"
+    head = Text.assemble((label.ljust(4 if narrow else 6), style("label")))
+    mark_style = _STATUS_CLASS[status] if status and status.alert else "dim"
+    head.append(mark + " ", style(mark_style))
+    numbers = _numbers(data, used, scale, unit, narrow, style)
+    if narrow:
+        bar = render_bar(max(4, width - len(head) - len(numbers) - 1), scale, budget.terms,
+                         used, style)  # fmt: skip
+        return Text.assemble(head, bar, " ", numbers, no_wrap=True, overflow="crop")
+    indent = " " * len(head)
+    if device is None or device.lost:
+        bar = render_bar(max(4, width - len(head)), scale, budget.terms, used, style)
+        return Text.assemble(head, bar, "\n", indent, numbers, no_wrap=True)
+    # used/budget beside the bar; the status and the rest on the second line
+    tail = Text(f"{num(used, unit)}/{num(budget.total, unit)} {unit}")
+    bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used,
+                     style)  # fmt: skip
+    return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
+
+
+def _numbers(
+    data: RowData,
+    used: int | None,
+    scale: int,
+    unit: str,
+    narrow: bool,
+    style: Callable[[str], Style],
+) -> Text:
+    budget, device, status = data.budget, data.device, data.status
+    text = Text(no_wrap=True)
+    if device is None:  # the plan's own row
+        verdict = "FITS" if budget.fits else "DOES NOT FIT"
+        verdict_style = style("ok" if budget.fits else "alert")
+        if narrow:
+            text.append(f"{num(budget.total, unit)}/{num(budget.capacity, unit)} {unit} ")
+            text.append(verdict, verdict_style)
             return text
-        if device.lost:
-            text.append(device.error or "lost", self._style("dim"))
-            text.append("  ")
-            text.append("GPU LOST" if not self.narrow else "LOST", self._style("lost"))
-            return text
-        assert status is not None
-        word_style = self._style(_STATUS_CLASS[status])
-        if self.narrow:
-            text.append(f"{num(used, unit)}/{num(budget.total, unit)} {unit} ")
-            text.append(_SHORT[status], word_style)
-            if device.error:  # a GPU that answers but with a problem (e.g. MIG unlisted)
-                text.append(f" ! {device.error}", self._style("near"))
-            return text
-        # the status first: on a narrow pane the numbers may be cropped, never the verdict
-        text.append(status.value, word_style)
-        if device.error:  # said before the numbers, so a narrow pane still shows it
-            text.append(f"  ! {device.error}", self._style("near"))
+        # the verdict first: on a narrow pane (100 columns) the numbers are cropped, not it
+        text.append(verdict, verdict_style)
         text.append(
-            f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
-            f"  peak {num(data.peak, unit)} {unit}  "
+            f"  budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
+            f"  headroom {num(budget.headroom, unit)}"
         )
-        text.append(sparkline(data.history, scale, SPARK_WIDTH), self._style("dim"))
         return text
+    if device.lost:
+        text.append(printable(device.error or "lost"), style("dim"))
+        text.append("  ")
+        text.append("GPU LOST" if not narrow else "LOST", style("lost"))
+        return text
+    assert status is not None
+    word_style = style(_STATUS_CLASS[status])
+    if narrow:
+        text.append(f"{num(used, unit)}/{num(budget.total, unit)} {unit} ")
+        text.append(_SHORT[status], word_style)
+        if device.error:  # a GPU that answers but with a problem (e.g. MIG unlisted)
+            text.append(f" ! {printable(device.error)}", style("near"))
+        return text
+    # the status first: on a narrow pane the numbers may be cropped, never the verdict
+    text.append(status.value, word_style)
+    if device.error:  # said before the numbers, so a narrow pane still shows it
+        text.append(f"  ! {printable(device.error)}", style("near"))
+    text.append(
+        f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
+        f"  peak {num(data.peak, unit)} {unit}  "
+    )
+    text.append(sparkline(data.history, scale, SPARK_WIDTH), style("dim"))
+    return text

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 
-from memtui.telemetry import DeviceSnapshot, NodeSnapshot
+from memtui.telemetry import ClusterSnapshot, DeviceKey, DeviceSnapshot
 
 #: Share of the card's memory past which a GPU is "near capacity" (the issue's alert line).
 NEAR_CAPACITY = 0.95
@@ -62,19 +62,23 @@ class GpuTrack:
 
 
 class GpuHistory:
-    """Peaks and histories of every GPU seen, keyed by row label ("0", "0:1" for MIG)."""
+    """Peaks and histories of every GPU seen, keyed by `DeviceKey` (host, UUID or label):
+    GPU 0 of one host is not GPU 0 of another."""
 
     def __init__(self) -> None:
-        self.tracks: dict[str, GpuTrack] = {}
+        self.tracks: dict[DeviceKey, GpuTrack] = {}
 
-    def record(self, snapshot: NodeSnapshot) -> None:
-        """Add one poll; lost or unreadable GPUs keep their last peak and history."""
-        for device in snapshot.devices:
-            track = self.tracks.setdefault(device.label, GpuTrack())
+    def record(self, snapshot: ClusterSnapshot) -> None:
+        """Add one poll; lost or unreadable GPUs keep their last peak and history. A peak the
+        source knows (Prometheus: since the job began) counts too."""
+        for key, _, device in snapshot.rows():
+            track = self.tracks.get(key)
+            if track is None:
+                track = self.tracks[key] = GpuTrack()
             if device.memory_used is not None and not device.lost:
-                track.peak = max(track.peak, device.memory_used)
+                track.peak = max(track.peak, device.memory_used, device.memory_peak or 0)
                 track.history.append(device.memory_used)
 
-    def get(self, label: str) -> GpuTrack:
+    def get(self, key: DeviceKey) -> GpuTrack:
         """The track of a GPU (empty if never seen)."""
-        return self.tracks.get(label) or GpuTrack()
+        return self.tracks.get(key) or GpuTrack()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from memtui.telemetry import NodeSnapshot
+from memtui.telemetry import ClusterSnapshot
 
 
 class TelemetryArrived(Message):
@@ -14,7 +14,7 @@ class TelemetryArrived(Message):
     (toolong's messages): only the latest poll matters.
     """
 
-    def __init__(self, snapshot: NodeSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
         super().__init__()
         self.snapshot = snapshot
 

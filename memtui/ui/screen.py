@@ -2,17 +2,15 @@
 
 State flows one way (DESIGN.md section 2): a key or a settings message replaces the frozen
 Plan -> `estimate` runs here, the only place the UI calls it -> every widget gets a new view.
-Telemetry: a timer only triggers; the poll runs in a thread worker (exclusive, and never
-started while one is in flight, so polls never overlap) and comes back as a
-`TelemetryArrived` message; the event loop never blocks on NVML, so keys keep working while a
-poll hangs (DESIGN.md section 7.3).
+Telemetry comes from the `Poller` (a timer and a thread worker) as `TelemetryArrived`
+messages; the plan is sized to the GPUs found by `fit_plan`, and the notifications a poll
+raises are decided by the `AlertTracker`: the screen lays out, keeps state and shows.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,26 +18,31 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer
-from textual.worker import Worker, get_current_worker
 
 from memtui.estimator import ModelSpec, Plan, Report, estimate
-from memtui.telemetry import NodeSnapshot, SourceState, TelemetrySource
-from memtui.telemetry.models import failed_snapshot
+from memtui.telemetry import (
+    ClusterSnapshot,
+    DeviceKey,
+    FirstPoll,
+    SourceState,
+    TelemetrySource,
+)
 from memtui.ui import plan_edits
+from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.communication import CommunicationLine, CommunicationView
-from memtui.ui.first_poll import FirstPoll
+from memtui.ui.fit import fit_plan
 from memtui.ui.gpu_panel import GpuPanel, PanelView
-from memtui.ui.gpu_state import GpuHistory, RowStatus, classify
+from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.lever_list import LeverList, LeverView
 from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
 from memtui.ui.model_picker import ModelPicker
+from memtui.ui.poller import Poller
 from memtui.ui.process_table import ProcessTable, ProcessView
 from memtui.ui.settings_panel import SettingsPanel
 from memtui.ui.status_line import StatusLine, StatusView
 from memtui.ui.strategy_table import StrategyTable, StrategyView
-from memtui.ui.units import UNITS, size
+from memtui.ui.units import UNITS
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
@@ -81,6 +84,14 @@ class DashboardScreen(Screen[None]):
         Binding("u", "toggle_unit", "Unit", id="unit", tooltip="GB (10^9) or GiB (2^30)"),
         Binding("w", "save_plan", "Save", id="save", tooltip="save the plan as TOML"),
         Binding("r", "poll_now", "Poll", id="refresh", tooltip="poll telemetry now"),
+        Binding(
+            "x",
+            "toggle_hosts",
+            "Hosts",
+            id="hosts",
+            show=False,
+            tooltip="across hosts: every GPU, or one row per host",
+        ),
         Binding("pageup", "scroll_main(-1)", "Scroll up", id="scroll-up", show=False),
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
     ]
@@ -96,7 +107,7 @@ class DashboardScreen(Screen[None]):
     """The current plan (frozen); replaced whole on every change."""
     report: reactive[Report | None] = reactive(None, init=False, repaint=False)
     """The estimator's report for `plan`."""
-    snapshot: reactive[NodeSnapshot | None] = reactive(None, init=False, repaint=False)
+    snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False, repaint=False)
     """The latest telemetry snapshot; None before the first poll and in plan-only mode."""
     unit: reactive[str] = reactive("GB", init=False, repaint=False)
     """GB (10^9 bytes) or GiB (2^30), said on every figure."""
@@ -119,14 +130,14 @@ class DashboardScreen(Screen[None]):
         self.fit_to_devices = set(fit_to_devices)
         self.save_path = save_path or Path("memtui-plan.toml")
         self.history = GpuHistory()
-        self.statuses: dict[str, RowStatus] = {}
+        self.alerts = AlertTracker()
+        self.expand_hosts = False
+        """Across hosts: every GPU's row even when the screen has no room for them all."""
         self.polls = 0
-        self._poll_worker: Worker[None] | None = None
-        self._timer: Timer | None = None
+        # the poll the CLI started before importing Textual (None: the timer's first tick)
+        self.poller = Poller(self, source, interval, first_poll) if source is not None else None
         self._note: str | None = None
         self._ready = False  # children composed: views may be pushed down
-        # the poll the CLI started before importing Textual (None: the timer's first tick)
-        self._first_poll = first_poll if source is not None else None
         self._unfitted: Plan | None = None  # the plan as given, when compose fitted it
         self.set_reactive(DashboardScreen.plan, plan)
 
@@ -136,9 +147,8 @@ class DashboardScreen(Screen[None]):
         # the first poll already answered (it usually has: it ran while Textual was imported):
         # take it now, so the rows are composed with the screen and the plan is fitted to the
         # GPUs before its first estimate; the first frame is then the full one
-        first = self._first_poll.snapshot if self._first_poll is not None else None
+        first = self.poller.take_first() if self.poller is not None else None
         if first is not None:
-            self._first_poll = None
             self._take(first)
             fitted = self._fitted_plan(first)
             if fitted is not None and fitted != self.plan:
@@ -167,11 +177,9 @@ class DashboardScreen(Screen[None]):
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
         self._recompute(previous=self._unfitted)
-        ended = self.snapshot is not None and self.snapshot.state is SourceState.ENDED
-        if self.source is not None and not ended:
-            self._timer = self.set_interval(self.interval, self._tick)
-            if self.polls == 0:  # no answer taken at compose: poll now, not in a second
-                self._tick()
+        if self.poller is not None and not self._gave_up(self.snapshot):
+            # no answer taken at compose: poll now, not in a second
+            self.poller.start(now=self.polls == 0)
 
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
@@ -239,12 +247,11 @@ class DashboardScreen(Screen[None]):
             snapshot=self.snapshot,
             statuses=dict(self.statuses),
             history=self.history,
+            expand_hosts=self.expand_hosts,
         )
-        self.query_one(ProcessTable).view = ProcessView(
-            self.snapshot.devices if self.snapshot else None, self.unit
-        )
+        self.query_one(ProcessTable).view = ProcessView.of(self.snapshot, self.unit)
         self.query_one(StatusLine).view = StatusView(
-            source=self.source.name if self.source is not None else None,
+            source=self.source.info if self.source is not None else None,
             snapshot=self.snapshot,
             plan_only_reason=self.plan_only_reason,
             note=self._note,
@@ -257,7 +264,7 @@ class DashboardScreen(Screen[None]):
         try:
             self.plan = plan_edits.step(self.plan, key, direction)
         except plan_edits.PlanEditError as err:
-            self.notify(str(err), title="Not changed", severity="warning")
+            self._show(self.alerts.refused(str(err)))
 
     @on(StepSetting)
     def _on_step(self, message: StepSetting) -> None:
@@ -289,6 +296,11 @@ class DashboardScreen(Screen[None]):
         else:
             main.scroll_page_up()
 
+    def action_toggle_hosts(self) -> None:
+        """Across hosts: every GPU (the screen scrolls), or one summary row per host."""
+        self.expand_hosts = not self.expand_hosts
+        self._push_telemetry()
+
     def action_save_plan(self) -> None:
         self._save(self.plan, self.save_path)
 
@@ -315,37 +327,19 @@ class DashboardScreen(Screen[None]):
     # -- telemetry -----------------------------------------------------------------
 
     @property
+    def statuses(self) -> dict[DeviceKey, RowStatus]:
+        """Every row's status against the current budget (the alert tracker's)."""
+        return self.alerts.statuses
+
+    @property
     def polling(self) -> bool:
         """True while a poll is in flight in the worker thread."""
-        worker = self._poll_worker
-        return worker is not None and not worker.is_finished
+        return self.poller is not None and self.poller.polling
 
     def action_poll_now(self) -> None:
         """Poll now, without waiting for the timer (ignored while a poll is in flight)."""
-        self._tick()
-
-    def _tick(self) -> None:
-        if self.source is None or self.polling:
-            return  # a poll is still running (a slow driver): never start a second one
-        first, self._first_poll = self._first_poll, None
-        self._poll_worker = self._poll(self.source, first)
-
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self, source: TelemetrySource, first: FirstPoll | None = None) -> None:
-        # the CLI's first poll, if it had not answered by compose time: wait for it here (a
-        # thread) rather than poll again, so polls never overlap
-        try:
-            snapshot = first.wait() if first is not None else source.poll()
-        except Exception as err:  # a bug in a source must not take the dashboard down
-            snapshot = failed_snapshot(
-                SourceState.ERROR,
-                f"telemetry source failed: {type(err).__name__}: {err}",
-                "please report this; memtui keeps retrying",
-                time=time.time(),
-                source=source.name,
-            )
-        if not get_current_worker().is_cancelled:
-            self.post_message(TelemetryArrived(snapshot))
+        if self.poller is not None:
+            self.poller.tick()
 
     @on(TelemetryArrived)
     def _on_telemetry(self, message: TelemetryArrived) -> None:
@@ -359,76 +353,48 @@ class DashboardScreen(Screen[None]):
         self._reclassify()
         self._push_telemetry()
 
-    def _take(self, snapshot: NodeSnapshot) -> None:
+    def _gave_up(self, snapshot: ClusterSnapshot | None) -> bool:
+        """Whether polling again is pointless after `snapshot` (the source's say)."""
+        source = self.source
+        return snapshot is not None and source is not None and source.info.gives_up(snapshot.state)
+
+    def _take(self, snapshot: ClusterSnapshot) -> None:
         """Keep a poll's answer (history, snapshot, mode); draws nothing."""
         self.polls += 1
         if snapshot.state is SourceState.NO_LIBRARY and not snapshot.devices:
             # no driver here: nothing will change by polling again; plan-only, saying why
             self.plan_only_reason = snapshot.reason or snapshot.message or "NVML not available"
             self.source = None
-            self._stop_timer()
+            if self.poller is not None:
+                self.poller.stop()
+                self.poller = None
             self.snapshot = None
             return
-        if snapshot.state is SourceState.ENDED:
-            self._stop_timer()  # a replay that ended: keep its last frame on screen
+        if self._gave_up(snapshot) and self.poller is not None:
+            self.poller.stop()  # e.g. a replay that ended: keep its last frame on screen
         self.history.record(snapshot)
         self.snapshot = snapshot
 
-    def _stop_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
-
-    def _fitted_plan(self, snapshot: NodeSnapshot) -> Plan | None:
+    def _fitted_plan(self, snapshot: ClusterSnapshot) -> Plan | None:
         """The plan sized to the GPUs the first snapshot with GPUs found (once), unless flags
         said otherwise; None when there is nothing to fit (or it cannot be fitted)."""
-        whole = [d for d in snapshot.devices if d.mig_index is None and d.memory_total]
-        if not self.fit_to_devices or not whole:
-            return None
-        hardware: dict[str, Any] = {}
-        if "gpus" in self.fit_to_devices:
-            hardware["gpus_per_node"] = len(whole)
-        if "memory" in self.fit_to_devices:
-            smallest = min(whole, key=lambda d: d.memory_total or 0)
-            hardware["gpu_memory"] = smallest.memory_total
-            hardware["gpu_name"] = smallest.name or self.plan.hardware.gpu_name
-        self.fit_to_devices.clear()
         try:
-            return self.plan.evolve(hardware=hardware)
+            fitted = fit_plan(self.plan, snapshot, self.fit_to_devices)
         except ValueError as err:
+            self.fit_to_devices.clear()
             self.notify(f"kept the planned hardware: {err}", severity="warning")
             return None
+        if fitted is not None:
+            self.fit_to_devices.clear()
+        return fitted
 
     def _reclassify(self) -> None:
-        """Row statuses against the current budget; alert on every new crossing."""
+        """Row statuses against the current budget; notify what the tracker says crossed."""
         if self.report is None:
             return
-        budget = self.report.budget.total
-        before = self.statuses
-        now: dict[str, RowStatus] = {}
-        alerts: dict[RowStatus, list[Any]] = {}
-        for device in self.snapshot.devices if self.snapshot else ():
-            status = classify(device, budget)
-            now[device.label] = status
-            was = before.get(device.label)
-            if status.alert and was is not status:
-                alerts.setdefault(status, []).append(device)
-            elif status is RowStatus.LOST and was is not RowStatus.LOST:
-                self.notify(
-                    f"GPU {device.label} lost: {device.error or 'no answer'}",
-                    title="GPU lost",
-                    severity="error",
-                )
-        # one notification per kind of crossing, naming every GPU that crossed
-        for status, devices in alerts.items():
-            worst = max(devices, key=lambda d: d.memory_used or 0)
-            names = ", ".join(d.label for d in devices)
-            self.notify(
-                f"GPU{'s' if len(devices) > 1 else ''} {names}: {status.value}: "
-                f"{'up to ' if len(devices) > 1 else ''}{size(worst.memory_used, self.unit)} "
-                f"used, budget {size(budget, self.unit)}, "
-                f"card {size(worst.memory_total, self.unit)}",
-                title="Memory alert",
-                severity="warning" if status is RowStatus.NEAR_CAPACITY else "error",
-            )
-        self.statuses = now
+        for notice in self.alerts.update(self.snapshot, self.report.budget.total, self.unit):
+            self._show(notice)
+
+    def _show(self, notice: Notice | None) -> None:
+        if notice is not None:
+            self.notify(notice.message, title=notice.title, severity=notice.severity)

@@ -1,9 +1,12 @@
 """The status line: where the data comes from and its health, in words.
 
     ● live NVML on gpu-node-3, driver 550.54.15, CUDA 12.4, 8 GPUs, poll 3 ms
-    ● demo: synthetic node demo-node, 8 GPUs (run on a GPU node for live data)
-    ● replay: run.jsonl, 8 GPUs  |  replay ended
+    ● demo (synthetic node) on demo-node, 8 GPUs
+    ▲ replay run.jsonl on gpu-node-3, 8 GPUs | end of replay
+    ● Prometheus http://prom:9090, 8 hosts, 64 GPUs, 1 host lost, poll 12 ms
     ○ plan-only (try `memtui --demo`): NVML not found (...): no NVIDIA driver on this machine
+The source is named by its `SourceInfo` (never recognised by its label); hostnames and
+reasons from other machines are drawn as text with control characters escaped.
 No wall-clock time appears here, so snapshots of the screen stay deterministic. A line that
 says why there is no live data (plan-only, or a source in trouble) or where the plan was saved
 wraps onto a second line when the terminal is too narrow for it, rather than cutting it.
@@ -18,7 +21,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from memtui.telemetry import NodeSnapshot, SourceState
+from memtui.telemetry import ClusterSnapshot, SourceInfo, SourceState
+from memtui.telemetry.text import printable
 from memtui.ui.view_widget import redraw_on_theme_change
 
 
@@ -26,9 +30,9 @@ from memtui.ui.view_widget import redraw_on_theme_change
 class StatusView:
     """The source's name, the latest snapshot (None before the first poll), and the mode."""
 
-    source: str | None
-    """"nvml", "demo", "replay:FILE"; None for plan-only."""
-    snapshot: NodeSnapshot | None
+    source: SourceInfo | None
+    """What the source is; None for plan-only."""
+    snapshot: ClusterSnapshot | None
     plan_only_reason: str | None = None
     note: str | None = None
     """A transient line (e.g. "plan saved to plan.toml")."""
@@ -70,37 +74,39 @@ class StatusLine(Static):
             text.append("○ plan-only", bad)
             text.append(" (try `memtui --demo`):", dim)
             text.append(" ")
-            text.append(view.plan_only_reason)
-        elif snap is None:
+            text.append(printable(view.plan_only_reason))
+        elif snap is None or view.source is None:
             text.append(f"… {self._mode(view.source)}: waiting for the first poll", dim)
         else:
             healthy = snap.state is SourceState.OK
             text.append("● " if healthy else "▲ ", ok if healthy else bad)
-            text.append(self._mode(view.source))
-            if snap.hostname:
-                text.append(f" on {snap.hostname}")
-            if snap.driver_version:
-                text.append(f", driver {snap.driver_version}")
-            if snap.cuda_version:
-                text.append(f", CUDA {snap.cuda_version}")
+            text.append(printable(view.source.mode))
+            node = snap.as_node()
+            if node is not None:
+                if node.hostname:
+                    text.append(f" on {printable(node.hostname)}")
+                if node.driver_version:
+                    text.append(f", driver {printable(node.driver_version)}")
+                if node.cuda_version:
+                    text.append(f", CUDA {printable(node.cuda_version)}")
+            else:
+                hosts = len(snap.nodes)
+                text.append(f", {hosts} host{'s' if hosts != 1 else ''}")
             text.append(f", {len(snap.devices)} GPU{'s' if len(snap.devices) != 1 else ''}")
+            silent = sum(not n.ok for n in snap.nodes) if node is None else 0
+            if silent:
+                text.append(f", {silent} host{'s' if silent != 1 else ''} lost", bad)
             lost = sum(d.lost for d in snap.devices)
             if lost:
                 text.append(f", {lost} lost", bad)
-            if (view.source or "") == "nvml" and snap.poll_seconds is not None:
+            if view.source.live and snap.poll_seconds is not None:
                 text.append(f", poll {snap.poll_seconds * 1000:.0f} ms", dim)
             if not healthy and snap.message:
-                text.append(f" | {snap.message}", bad)
+                text.append(f" | {printable(snap.message)}", bad)
         if view.note:
-            text.append(f" | {view.note}", dim)
+            text.append(f" | {printable(view.note)}", dim)
         self.update(text)
 
     @staticmethod
-    def _mode(source: str | None) -> str:
-        if source is None:
-            return "plan-only"
-        if source == "nvml":
-            return "live NVML"
-        if source == "demo":
-            return "demo (synthetic node)"
-        return source.replace("replay:", "replay ", 1)
+    def _mode(source: SourceInfo | None) -> str:
+        return "plan-only" if source is None else printable(source.mode)

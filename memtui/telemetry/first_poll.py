@@ -14,10 +14,9 @@ No Textual here (the CLI imports this module first).
 from __future__ import annotations
 
 import threading
-import time
 
-from memtui.telemetry import NodeSnapshot, SourceState, TelemetrySource
-from memtui.telemetry.models import failed_snapshot
+from memtui.telemetry.models import ClusterSnapshot
+from memtui.telemetry.source import TelemetrySource, poll_safely
 
 
 class FirstPoll:
@@ -25,28 +24,20 @@ class FirstPoll:
 
     `done` says whether it finished; `wait()` blocks (a worker thread only) until it has and
     returns its snapshot. A source that raises (a bug, not an NVML problem) becomes an ERROR
-    snapshot, as in the screen's own poll worker.
+    snapshot (`poll_safely`), as in the dashboard's own poll worker.
     """
 
     def __init__(self, source: TelemetrySource) -> None:
         self.source = source
         self._finished = threading.Event()
-        self._snapshot: NodeSnapshot | None = None
+        self._snapshot: ClusterSnapshot | None = None
         # a daemon thread: a source stuck in C must not keep the process from exiting
         self._thread = threading.Thread(target=self._run, name="memtui-first-poll", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._snapshot = self.source.poll()
-        except Exception as err:  # a bug in a source must not take the dashboard down
-            self._snapshot = failed_snapshot(
-                SourceState.ERROR,
-                f"telemetry source failed: {type(err).__name__}: {err}",
-                "please report this; memtui keeps retrying",
-                time=time.time(),
-                source=self.source.name,
-            )
+            self._snapshot = poll_safely(self.source)
         finally:
             self._finished.set()
 
@@ -56,11 +47,11 @@ class FirstPoll:
         return self._finished.is_set()
 
     @property
-    def snapshot(self) -> NodeSnapshot | None:
+    def snapshot(self) -> ClusterSnapshot | None:
         """The answer, or None while the poll is still running (never blocks)."""
         return self._snapshot if self.done else None
 
-    def wait(self) -> NodeSnapshot:
+    def wait(self) -> ClusterSnapshot:
         """Block until the poll has answered and return it (call from a worker thread)."""
         self._finished.wait()
         assert self._snapshot is not None
