@@ -64,7 +64,7 @@ def findings(
     blocks = d.inactive_blocks or 0
     largest = d.largest_free_block or 0
     expandable = settings.expandable_segments is True
-    if d.free_internal:
+    if d.free_internal and d.free_internal > FRAGMENTATION_ALLOWANCE * (d.allocated or 0):
         out.append(
             Finding(
                 "note",

@@ -80,6 +80,10 @@ class Oom:
     """Live requested bytes at the OOM, reconstructed from the trace."""
     reserved: int | None = None
     """Reserved bytes at the OOM, reconstructed from the trace's segment events."""
+    term: str | None = None
+    """The plan term the failed request was for, from the OOM entry's frames (heuristic)."""
+    site: str | None = None
+    """The frame that decided `term`, or the innermost Python frame."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,8 @@ def device_json(summary: FileSummary, d: DeviceSummary) -> dict[str, Any]:
             "time_us": d.oom.time_us,
             "live_at_oom": d.oom.live,
             "reserved_at_oom": d.oom.reserved,
+            "term": d.oom.term,
+            "site": d.oom.site,
         }
     by_term = d.at_snapshot.by_term if d.at_snapshot is not None else {}
     t = d.timeline

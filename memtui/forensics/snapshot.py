@@ -363,7 +363,10 @@ class _TraceWalk:
         if oom_at:
             i, live, reserved = oom_at[-1]
             e = trace[i]
+            verdict = attributor.classify(e.get("frames"))
             self.oom = Oom(
+                term=verdict.term,
+                site=verdict.site,
                 requested=_int(e.get("size"), f"{where}: oom entry {i} size"),
                 device_free=e.get("device_free") if isinstance(e.get("device_free"), int) else None,
                 index=i,
