@@ -266,6 +266,14 @@ RULES: tuple[Rule, ...] = (
         path="/torch/utils/checkpoint.py",
     ),
     Rule(
+        "weights",
+        "Transformers model construction",
+        "transformers/models/llama/modeling_llama.py LlamaRMSNorm.__init__: "
+        "nn.Parameter(torch.ones(hidden_size)) (found by tests/test_snapshot_real.py)",
+        path="/transformers/models/",
+        names=("__init__", "_init_weights"),
+    ),
+    Rule(
         "activations",
         "Transformers model code",
         "transformers/models/*/modeling_*.py: a model's forward",
