@@ -226,7 +226,9 @@ class FakeAllocator:
                     "device": self.device,
                     "address": s.addr,
                     "total_size": s.size,
-                    "allocated_size": sum(b.size for b in s.blocks if b.state == "active_allocated"),
+                    "allocated_size": sum(
+                        b.size for b in s.blocks if b.state == "active_allocated"
+                    ),
                     "active_size": sum(b.size for b in s.blocks if b.state != "inactive"),
                     "requested_size": sum(
                         b.requested for b in s.blocks if b.state == "active_allocated"

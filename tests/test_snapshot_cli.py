@@ -57,7 +57,9 @@ def test_text_says_what_happened_in_gib(oom_file: Path) -> None:
         assert needle in text, needle
 
 
-def test_json_is_one_object_per_device_in_bytes(oom_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_is_one_object_per_device_in_bytes(
+    oom_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["snapshot", str(oom_file), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert isinstance(data, list) and len(data) == 1
@@ -96,7 +98,9 @@ def test_a_plan_shows_which_term_grew_past_its_budget(
     assert "Against the plan" in text and "over +" in text
 
 
-def test_a_saved_plan_file_is_compared(oom_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_saved_plan_file_is_compared(
+    oom_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from memtui.estimator import ModelSpec, Plan
     from memtui.plans.memtui_toml import save_plan
 
@@ -104,11 +108,13 @@ def test_a_saved_plan_file_is_compared(oom_file: Path, tmp_path: Path, capsys: p
     path = save_plan(plan, tmp_path / "plan.toml")
     assert main(["snapshot", str(oom_file), "--plan", str(path), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)[0]["plan"]
-    assert got["plan"].startswith("1B parameters") or "1" in got["plan"]
+    assert got["plan"].startswith("1B")
     assert set(got["terms"]) >= {"weights", "activations", "logits", "transient"}
 
 
-def test_memory_stats_through_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_memory_stats_through_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "stats.json"
     f.write_text(json.dumps({"allocated_bytes.all.current": GiB, "reserved_bytes.all.current":
                              2 * GiB, "active_bytes.all.current": GiB,
@@ -138,7 +144,9 @@ def _categories(data: dict) -> set[str]:  # type: ignore[type-arg]
     return {e["category"] for t in data["device_traces"] for e in t if "category" in e}
 
 
-def test_export_for_memory_viz_uses_only_what_its_decoder_reads(oom_file: Path, tmp_path: Path) -> None:
+def test_export_for_memory_viz_uses_only_what_its_decoder_reads(
+    oom_file: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "viz.pickle"
     assert main(["snapshot", str(oom_file), "--export-viz", str(out)]) == 0
     payload = out.read_bytes()
@@ -177,10 +185,7 @@ def test_torch_memory_viz_reads_the_export(oom_file: Path, tmp_path: Path) -> No
 def test_export_refuses_a_stats_dump(tmp_path: Path) -> None:
     f = tmp_path / "stats.json"
     f.write_text(json.dumps({"allocated_bytes.all.current": 1}))
-    out = subprocess.run(
-        [sys.executable, "-m", "memtui", "snapshot", str(f), "--export-viz", str(tmp_path / "x.html")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    out = _run(str(f), "--export-viz", str(tmp_path / "x.html"))
     assert out.returncode == 2 and "memory_stats dump has no segments" in out.stderr
     assert not (tmp_path / "x.html").exists()
 

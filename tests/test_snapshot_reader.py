@@ -34,9 +34,7 @@ def _memtui(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_pickle_naming_os_system_is_refused_and_nothing_runs(tmp_path: Path) -> None:
     witness = tmp_path / "ran"
     evil = tmp_path / "evil.pickle"
-    evil.write_bytes(
-        pickle.dumps({"segments": [], "x": _RunsCode(f"touch {witness}")}, protocol=4)
-    )
+    evil.write_bytes(pickle.dumps({"segments": [], "x": _RunsCode(f"touch {witness}")}, protocol=4))
     assert b"system" in evil.read_bytes()  # the payload really names os.system
     with pytest.raises(SnapshotError) as err:
         load(evil)

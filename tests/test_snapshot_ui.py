@@ -82,5 +82,5 @@ async def test_x_asks_for_a_path_and_reads_it(oom_file: Path, tmp_path: Path) ->
 def test_dashboard_flag_parses_and_checks_the_file(tmp_path: Path) -> None:
     parser = build_parser()
     args = parser.parse_args(["dashboard", "--snapshot", str(tmp_path / "none.pickle")])
-    with pytest.raises(UsageError, match="--snapshot .*no such file"):
+    with pytest.raises(UsageError, match=r"--snapshot .*no such file"):
         dashboard.build(args)

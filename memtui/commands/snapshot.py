@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         exported = export(raw, args.export_viz)
     del raw
     comparisons = {
-        d.device: compare_plan(d, plan, report) if plan is not None else None
+        d.device: compare_plan(d, plan, report) if plan is not None and report is not None else None
         for d in summary.devices
     }
     if args.json:

@@ -34,4 +34,12 @@ def read_summary(path: str | Path, device: int | None = None) -> FileSummary:
     return summarise(load(path), device)
 
 
-__all__ = ["DeviceSummary", "FileSummary", "RawFile", "SnapshotError", "load", "read_summary", "summarise"]
+__all__ = [
+    "DeviceSummary",
+    "FileSummary",
+    "RawFile",
+    "SnapshotError",
+    "load",
+    "read_summary",
+    "summarise",
+]

@@ -132,16 +132,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "logits",
         "cross_entropy / log_softmax",
-        "torch/nn/functional.py cross_entropy, nll_loss, log_softmax: the loss over the "
-        "vocabulary",
+        "torch/nn/functional.py cross_entropy, nll_loss, log_softmax: the loss over the vocabulary",
         path="/torch/nn/functional.py",
         names=("cross_entropy", "nll_loss", "log_softmax"),
     ),
     Rule(
         "logits",
         "Transformers causal-LM loss",
-        "transformers/loss/loss_utils.py ForCausalLMLoss (logits.float()) and "
-        "fixed_cross_entropy",
+        "transformers/loss/loss_utils.py ForCausalLMLoss (logits.float()) and fixed_cross_entropy",
         path="/transformers/loss/",
     ),
     # --- sharding and communication buffers -------------------------------------------
@@ -180,7 +178,11 @@ RULES: tuple[Rule, ...] = (
         "torch/distributed/fsdp/_flat_param.py FlatParamHandle._init_flat_param_and_metadata, "
         "flatten_tensors",
         path="/torch/distributed/fsdp/_flat_param.py",
-        names=("_init_flat_param_and_metadata", "flatten_tensors", "flatten_tensors_into_flat_param"),
+        names=(
+            "_init_flat_param_and_metadata",
+            "flatten_tensors",
+            "flatten_tensors_into_flat_param",
+        ),
     ),
     Rule(
         "transient",
@@ -258,7 +260,12 @@ RULES: tuple[Rule, ...] = (
         path="/torch/nn/modules/",
         names=("forward",),
     ),
-    Rule("activations", "torch.nn.functional", "torch/nn/functional.py", path="/torch/nn/functional.py"),
+    Rule(
+        "activations",
+        "torch.nn.functional",
+        "torch/nn/functional.py",
+        path="/torch/nn/functional.py",
+    ),
     Rule(
         "activations",
         "activation checkpointing recompute",

@@ -103,7 +103,9 @@ def compare_plan(d: DeviceSummary, plan: Plan, report: Report) -> PlanComparison
     capacity = plan.hardware.gpu_memory
     o = plan.overhead
     allowance = round(o.fragmentation * capacity) if o.enabled else 0
-    planned_outside = (o.cuda_context + (o.nccl if plan.hardware.gpus > 1 else 0)) if o.enabled else 0
+    planned_outside = (
+        (o.cuda_context + (o.nccl if plan.hardware.gpus > 1 else 0)) if o.enabled else 0
+    )
     free_in_reserved = None
     outside = None
     if oom is not None and oom.reserved is not None and oom.live is not None:

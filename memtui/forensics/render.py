@@ -95,8 +95,13 @@ def findings_text(items: Sequence[Finding], title: str = "") -> Text:
     text = Text()
     if title:
         text.append(title + "\n", style="bold")
-    marks = {"advice": ("->", "bold"), "out_of_memory": ("!!", "bold red"),
-             "fragmentation": ("~~", "yellow"), "plan": ("<>", "cyan"), "note": ("..", "dim")}  # fmt: skip
+    marks = {
+        "advice": ("->", "bold"),
+        "out_of_memory": ("!!", "bold red"),
+        "fragmentation": ("~~", "yellow"),
+        "plan": ("<>", "cyan"),
+        "note": ("..", "dim"),
+    }
     for i, f in enumerate(items):
         mark, style = marks.get(f.kind, ("-", ""))
         text.append(f"{mark} ", style=style)
@@ -112,12 +117,8 @@ def terms_table(d: DeviceSummary, unit: str, comparison: PlanComparison | None) 
         box=None,
     )
     t.add_column("Term", no_wrap=True)
-    cols: list[tuple[str, Attribution | None]] = [
-        ("at snapshot", d.at_snapshot),
-        ("at peak", d.at_peak),
-        ("at OOM", d.at_oom),
-    ]
-    cols = [(name, a) for name, a in cols if a is not None]
+    named = (("at snapshot", d.at_snapshot), ("at peak", d.at_peak), ("at OOM", d.at_oom))
+    cols: list[tuple[str, Attribution]] = [(name, a) for name, a in named if a is not None]
     for name, _ in cols:
         t.add_column(f"{name} {unit}", justify="right", no_wrap=True)
     if comparison is not None:
@@ -182,7 +183,8 @@ def timeline_chart(tl: Timeline, width: int, unit: str, height: int = 6) -> Text
         span = f" over {(tl.end_time_us - tl.start_time_us) / 1e6:,.1f} s"
     text.append(
         f"{tl.events:,} events{span}; peak {_b(tl.peak, unit)} {unit} live (^, event "
-        f"{max(tl.peak_index, 0):,})" + (f"; x = OOM ({len(tl.oom_indices)})" if tl.oom_indices else "")
+        f"{max(tl.peak_index, 0):,})"
+        + (f"; x = OOM ({len(tl.oom_indices)})" if tl.oom_indices else "")
         + "; bars: live requested bytes, shade: reserved",
         style="dim",
     )
@@ -195,7 +197,10 @@ def _resample(values: Sequence[int], width: int) -> list[int]:
     if len(values) <= width:
         return list(values)
     n = len(values)
-    return [max(values[k * n // width : max((k + 1) * n // width, k * n // width + 1)]) for k in range(width)]
+    return [
+        max(values[k * n // width : max((k + 1) * n // width, k * n // width + 1)])
+        for k in range(width)
+    ]
 
 
 def unattributed_text(d: DeviceSummary, unit: str) -> Text | None:

@@ -120,7 +120,10 @@ def summarise_snapshot(raw: RawFile, device: int | None = None) -> FileSummary:
     attributor = Attributor()
     notes = []
     categories = any(
-        isinstance(e, dict) and "category" in e for t in traces if isinstance(t, list) for e in t[:50]
+        isinstance(e, dict) and "category" in e
+        for t in traces
+        if isinstance(t, list)
+        for e in t[:50]
     )
     if categories and not settings.recorded:
         notes.append(
@@ -133,7 +136,9 @@ def summarise_snapshot(raw: RawFile, device: int | None = None) -> FileSummary:
     summaries = []
     for dev in devices:
         trace = traces[dev] if dev < len(traces) and isinstance(traces[dev], list) else []
-        summary = _device(raw.path, dev, by_device.get(dev, []), trace, settings, attributor, budget)
+        summary = _device(
+            raw.path, dev, by_device.get(dev, []), trace, settings, attributor, budget
+        )
         if profiler:  # the "segments" are address spans: free space in them means nothing
             summary = replace(summary, findings=())
         summaries.append(summary)
@@ -261,7 +266,9 @@ def _with_findings(
     return replace(summary, findings=findings(summary, settings, usable, split))
 
 
-def _usable_for(oom: Oom | None, blocks: _Blocks, settings: AllocatorSettings) -> tuple[int | None, bool]:
+def _usable_for(
+    oom: Oom | None, blocks: _Blocks, settings: AllocatorSettings
+) -> tuple[int | None, bool]:
     """The largest inactive block the failed request could take (same pool and stream), and
     whether a larger one was kept whole by max_split_size."""
     if oom is None:
@@ -380,9 +387,7 @@ class _TraceWalk:
             marks[self.oom.index] = "oom"
         live_at = self._replay(trace, free_action, end_live, marks)
         peak_items = live_at["peak"]
-        self.at_peak = attributor.tally(
-            _with_residual(peak_items, start + peak), "requested"
-        )
+        self.at_peak = attributor.tally(_with_residual(peak_items, start + peak), "requested")
         if self.oom is not None:
             self.at_oom = attributor.tally(
                 _with_residual(live_at["oom"], self.oom.live or 0), "requested"

@@ -58,7 +58,7 @@ def summarise_stats(raw: RawFile, device: int | None = None) -> FileSummary:
                 f"{raw.path}: device {i} has no allocated_bytes.all.current counter"
             )
         devices.append(_device(i, stats, [s[i] for s in samples if i < len(s)]))
-    notes = ()
+    notes: tuple[str, ...] = ()
     if len(samples) > 1:
         notes = (f"{len(samples)} memory_stats samples (JSON lines): the last is summarised",)
     return FileSummary(
