@@ -21,7 +21,6 @@ import argparse
 import os
 import pickle
 import random
-import resource
 import subprocess
 import sys
 import time

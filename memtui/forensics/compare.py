@@ -126,7 +126,13 @@ def compare_plan(d: DeviceSummary, plan: Plan, report: Report) -> PlanComparison
         )
     static_keys = ("weights", "gradients", "master_weights", "optimizer_states")
     static_obs = sum(observed.get(k, 0) for k in static_keys)
-    if any(r.over for r in rows if r.key in static_keys) and static_obs <= budget.static:
+    by_key = {r.key: r for r in rows}
+    autocast_split = (
+        by_key["weights"].over
+        and by_key["master_weights"].planned > 0
+        and by_key["master_weights"].observed == 0
+    )
+    if autocast_split and static_obs <= budget.static:
         out.append(
             Finding(
                 "plan",
