@@ -10,18 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtui.estimator.report import TERM_KEYS
+
 #: Plan terms an allocation can be attributed to: the estimator's budget terms that live in
-#: PyTorch's caching allocator (memtui/estimator/report.py TERM_KEYS less `overhead`: the CUDA
-#: context and NCCL's buffers are allocated outside it, so no snapshot block can be theirs).
-ALLOCATOR_TERMS = (
-    "weights",
-    "gradients",
-    "master_weights",
-    "optimizer_states",
-    "activations",
-    "logits",
-    "transient",
-)
+#: PyTorch's caching allocator (TERM_KEYS less `overhead`: the CUDA context and NCCL's buffers
+#: are allocated outside it, so no snapshot block can be theirs).
+ALLOCATOR_TERMS = tuple(k for k in TERM_KEYS if k != "overhead")
 UNATTRIBUTED = "unattributed"
 BUCKETS = (*ALLOCATOR_TERMS, UNATTRIBUTED)
 
