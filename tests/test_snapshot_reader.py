@@ -155,3 +155,17 @@ def test_memory_stats_json_in_every_shape(tmp_path: Path) -> None:
     tl = s.devices[0].timeline
     assert tl is not None and tl.allocated == (2**30, 5 * 2**30, 3 * 2**30)
     assert tl.peak_index == 1 and s.devices[0].allocated == 3 * 2**30
+
+
+def test_the_json_path_imports_neither_torch_textual_nor_rich(tmp_path: Path) -> None:
+    f = tmp_path / "s.pickle"
+    f.write_bytes(pickle.dumps({"segments": [], "device_traces": []}))
+    code = (
+        "import sys, io, contextlib; from memtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['snapshot', {str(f)!r}, '--json']) == 0\n"
+        "print(sorted(m for m in ('torch', 'textual', 'rich', 'rich.table') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
