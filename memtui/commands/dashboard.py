@@ -8,6 +8,7 @@
                                         Prometheus (dcgm-exporter or nvitop-exporter)
     memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
     memtui --plan a.toml --save b.toml  the save key (w) writes b.toml, leaving a.toml as it is
+    memtui --snapshot oom.pickle        a PyTorch memory snapshot over the dashboard (key F)
 
 The plan flags are `memtui estimate`'s (one parser: `plan_flags.add_plan_arguments`). This
 module imports argparse-level things only; Textual, pynvml and the estimator load in `run`,
@@ -43,6 +44,11 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         f"./{DEFAULT_SAVE})",
     )
     g.add_argument("--theme", metavar="NAME", help="memtui-dark (default), memtui-light, ...")
+    g.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="open a PyTorch memory snapshot (or memory_stats JSON) over the dashboard (key F)",
+    )
     add_plan_arguments(parser)
 
 
@@ -71,6 +77,8 @@ def build(args: argparse.Namespace) -> Any:
         raise UsageError(f"--replay {args.replay}: no such file")
     if not args.demo:
         first = FirstPoll(_open(args))
+    if args.snapshot and not Path(args.snapshot).is_file():
+        raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
     from memtui.plans.memtui_toml import load_plan
 
@@ -99,6 +107,7 @@ def build(args: argparse.Namespace) -> Any:
         fit_to_devices=frozenset(fit),
         save_path=Path(args.save or args.plan or DEFAULT_SAVE),
         first_poll=first,
+        snapshot=Path(args.snapshot) if args.snapshot else None,
     )
 
 
