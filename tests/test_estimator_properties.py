@@ -23,7 +23,7 @@ from memtui.estimator import (
     estimate,
     per_gpu_total,
 )
-from memtui.estimator.activations import activation_bytes, logits_bytes
+from memtui.estimator.activations import Setup, activation_bytes, logits_bytes
 from memtui.estimator.catalog import CATALOG
 from memtui.estimator.state import static_state
 
@@ -63,23 +63,20 @@ FAST = settings(
 )
 
 
+def _setup(p: Plan) -> Setup:
+    # the full fine-tune's activations in the plan's dtypes
+    width = p.precision.activation_bytes
+    return Setup(p.attention, p.checkpointing, compute_bytes=width, residual_bytes=width)
+
+
 def acts(plan: Plan, **update) -> int:
     p = plan.model_copy(update=update)
-    return activation_bytes(
-        p.model.architecture,
-        seq_len=p.seq_len,
-        micro_batch=p.micro_batch,
-        attention=p.attention,
-        checkpointing=p.checkpointing,
-        precision=p.precision,
-    )
+    return activation_bytes(p.model.architecture, _setup(p), p.seq_len, p.micro_batch)
 
 
 def per_sample(plan: Plan, **update) -> int:
     p = plan.model_copy(update=update)
-    logits = logits_bytes(
-        p.model.architecture, seq_len=p.seq_len, micro_batch=p.micro_batch, precision=p.precision
-    )
+    logits = logits_bytes(p.model.architecture, _setup(p), p.seq_len, p.micro_batch)
     return acts(plan, **update) + logits
 
 

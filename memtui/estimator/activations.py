@@ -3,8 +3,11 @@
 Every constant lives here, as a list of saved tensors per layer, so a measurement that
 disagrees (`memtui measure`, `benchmarks/accuracy.py`) is corrected in one place. Sizes are
 elements per token (x s x b), per position (x s, shared by the batch) or per token x sequence
-(x s^2 x b, the attention scores), each in a dtype: the activation dtype (2 bytes in bf16,
-4 in fp32), fp32, int64 or a 1-byte mask.
+(x s^2 x b, the attention scores), each in a dtype: the compute dtype of matmuls and
+attention (2 bytes in bf16, 4 in fp32), the residual stream's dtype (fp32 under autocast with
+fp32 weights, or after PEFT's k-bit preparation upcasts the embeddings), fp32, int64 or a
+1-byte mask. How the stack runs the model (`Setup`) decides those widths and what LoRA
+adapters keep.
 
 Sources. GPT-style layers: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 Transformer Models", sec. 4.1 and Table 2 (sbh(34 + 5as/h) with 16-bit activations and 1-byte
@@ -39,10 +42,48 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memtui.estimator.architecture import Architecture
-from memtui.estimator.choices import Attention, Checkpointing, Precision
+from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
 
-ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
+ACT, RES, FP32, MASK, INT64 = "act", "res", "fp32", "mask", "int64"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How a stack runs the model's forward and backward: what sizes each saved tensor."""
+
+    attention: Attention
+    checkpointing: Checkpointing
+    compute_bytes: int = 2
+    """Matmul inputs and outputs, attention tensors, MLP intermediates (ACT)."""
+    residual_bytes: int = 2
+    """The residual stream, the norms' inputs and outputs, checkpointed layer inputs (RES)."""
+    norm_upcast: bool = True
+    """RMSNorm computes in fp32 from an fp32 copy of its input (transformers' LlamaRMSNorm);
+    False: in the input dtype (lit-gpt's RMSNorm of 2023)."""
+    trainable_roles: frozenset[str] | None = None
+    """Linear roles whose weights (or adapters) train; None: every weight (full fine-tune)."""
+    lora_rank: int = 0
+    adapter_input_bytes: int = 0
+    """Each adapted linear keeps its own copy of its input, this many bytes per element:
+    PEFT casts the input to the adapter's dtype (fp32 by default) before lora_A, which saves
+    the copy (bf16 again under autocast). 0: the adapter shares the base layer's input."""
+    adapter_output_bytes: int = 2
+    """Bytes per element of lora_A's output, which lora_B keeps."""
+    adapter_dropout: bool = False
+    """LoRA dropout p > 0: each adapted linear keeps a 1-byte mask and the dropped input."""
+    offload_layer_inputs: bool = False
+    """Activation offloading: checkpointed layer inputs go to pinned CPU memory, a couple of
+    layers' worth stays on the GPU (torchtune OffloadActivations, save_on_cpu)."""
+    grad_bytes: int = 2
+    """Bytes of a weight's gradient (the parameter dtype)."""
+    loss: LossKind = LossKind.full
+    loss_chunks: int = 8
+    """Chunks of a chunked cross-entropy (torchtune's num_output_chunks = 8)."""
+    kept_logits_bytes: int = 0
+    """Bytes per logit of output logits the training loop still holds during backward
+    (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
+    tp: int = 1
 
 
 @dataclass(frozen=True)
@@ -65,22 +106,28 @@ def _w(*roles: str) -> frozenset[str]:
     return frozenset(roles)
 
 
-def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Saved]:
-    """What one norm keeps (count of them, each of `width`)."""
+def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 1) -> list[Saved]:
+    """What one norm keeps (count of them, each of `width`), reading the residual stream."""
     if arch.norm_kind == "layernorm":
         # aten.native_layer_norm keeps its input and fp32 mean and 1/std per row (CUDA keeps
         # the statistics in fp32 for 16-bit inputs; CPU keeps them in the input dtype).
         return [
-            Saved(f"{what} input", per_token=count * width),
+            Saved(f"{what} input", per_token=count * width, dtype=RES),
             Saved(f"{what} mean and 1/std", per_token=2 * count, dtype=FP32),
         ]
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
-    # x * rsqrt keeps both, and weight * y keeps y (in the activation dtype) for the weight's
-    # gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    normalized = FP32 if arch.norm_output_fp32 else ACT
+    # x * rsqrt keeps both, and weight * y keeps y (cast back to the input dtype) for the
+    # weight's gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
+    # Without the upcast (lit-gpt 2023: x * rsqrt(mean(x * x))) x and 1/rms stay in the
+    # input dtype.
+    normalized = FP32 if arch.norm_output_fp32 else RES
     return [
-        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
-        Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
+        Saved(
+            f"{what} input{' upcast to fp32' if setup.norm_upcast else ''}",
+            per_token=count * width,
+            dtype=FP32 if setup.norm_upcast else RES,
+        ),
+        Saved(f"{what} 1/rms", per_token=count, dtype=FP32 if setup.norm_upcast else RES),
         Saved(
             f"{what} normalized", per_token=count * width, dtype=normalized, for_weights=_w("norm")
         ),
@@ -195,7 +242,7 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
 
 
 def _attention_parts(
-    arch: Architecture, attention: Attention, selective: bool
+    arch: Architecture, setup: Setup, selective: bool
 ) -> tuple[list[Saved], list[Saved]]:
     """The attention sub-layer after its norm, split where backward meets the attention core:
     (projection inputs and the core's tensors, what comes after the core)."""
@@ -214,9 +261,9 @@ def _attention_parts(
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
         after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
     else:
-        before, behind = _attention_core(arch, attention)
+        before, behind = _attention_core(arch, setup.attention)
         upto += before + behind
-        if attention is Attention.eager:
+        if setup.attention is Attention.eager:
             after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
     if arch.residual_dropout:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
@@ -224,36 +271,38 @@ def _attention_parts(
 
 
 def _layer_parts(
-    arch: Architecture, attention: Attention, checkpointing: Checkpointing
+    arch: Architecture, setup: Setup, checkpointing: Checkpointing
 ) -> tuple[list[Saved], list[Saved]]:
     """One layer's saved tensors in forward order, split after the attention core."""
     h = arch.hidden_size
-    upto, after = _attention_parts(arch, attention, checkpointing is Checkpointing.selective)
+    upto, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
     extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
     mlp = _mlp(arch)
     if not arch.parallel_residual:
-        after += _norm(arch, "MLP norm", h)
+        after += _norm(arch, setup, "MLP norm", h)
     elif arch.norms_per_layer >= 2:  # its own norm, whose input is the attention norm's input
-        after += [item for item in _norm(arch, "MLP norm", h) if item.what != "MLP norm input"]
+        after += _norm(arch, setup, "MLP norm", h)[1:]
     else:  # one norm feeds both (Falcon-7B): the MLP's input is the QKV input, kept once
         mlp = mlp[1:]
     if extra_norms:
-        after += _norm(arch, "extra norms", h, count=extra_norms)
+        after += _norm(arch, setup, "extra norms", h, count=extra_norms)
     if arch.residual_dropout:
         mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=MASK))
-    return [*_norm(arch, "attention norm", h), *upto], [*after, *mlp]
+    return [*_norm(arch, setup, "attention norm", h), *upto], [*after, *mlp]
 
 
 @memoised  # pure in its arguments; called for every plan the levers and search try
 def layer_saved(
-    arch: Architecture, attention: Attention, checkpointing: Checkpointing = Checkpointing.none
+    arch: Architecture, setup: Setup, checkpointing: Checkpointing | None = None
 ) -> tuple[Saved, ...]:
-    """What one decoder layer keeps for backward through the forward pass."""
+    """What one decoder layer keeps for backward through the forward pass (under `setup`'s
+    checkpointing unless another is given)."""
+    checkpointing = setup.checkpointing if checkpointing is None else checkpointing
     if checkpointing is Checkpointing.full:
         # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
         # the rotary cos/sin are shared by all layers and counted once in the tail).
-        return (Saved("layer input", per_token=arch.hidden_size),)
-    upto, after = _layer_parts(arch, attention, checkpointing)
+        return (Saved("layer input", per_token=arch.hidden_size, dtype=RES),)
+    upto, after = _layer_parts(arch, setup, checkpointing)
     return (*upto, *after)
 
 
@@ -275,12 +324,6 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
     ]
 
 
-def _freed_before_softmax_backward(arch: Architecture, attention: Attention) -> list[Saved]:
-    """The eager core's tensors that backward frees before the softmax's backward (its worst
-    moment): those the ops after the softmax keep."""
-    return _attention_core(arch, attention)[1]
-
-
 def _mlp_backward(arch: Architecture) -> list[Saved]:
     """Gradient buffers alive at the MLP's backward: the incoming gradient and two f-wide ones
     (the product's two factors for a gated MLP; the activation's input and output for a plain
@@ -295,52 +338,46 @@ def _weight_gradient_elements(arch: Architecture) -> int:
     return arch.num_experts * 2 * arch.expert_width * arch.hidden_size
 
 
-def _layer_backward_peak(
-    arch: Architecture,
-    attention: Attention,
-    checkpointing: Checkpointing,
-    b: int,
-    s: int,
-    precision: Precision,
-    roles: frozenset[str] | None,
-) -> int:
+def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> int:
     """The most one layer holds during its backward (its kept tensors included), at the MLP's
     backward (every saved tensor of the layer alive) or the attention core's (what comes after
     the core already freed). Under full checkpointing the layer is rebuilt first; under
     selective checkpointing its attention core is."""
 
     def size(items: Sequence[Saved]) -> int:
-        return _bytes(items, s, b, precision, roles)
+        return _bytes(items, s, b, setup)
 
-    kept = size(layer_saved(arch, attention, checkpointing))
+    checkpointing = setup.checkpointing
+    kept = size(layer_saved(arch, setup))
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
-    upto, after = _layer_parts(arch, attention, inner)
+    upto, after = _layer_parts(arch, setup, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    before, behind = _attention_core(arch, attention)
-    core = before + behind
-    rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
+    before, behind = _attention_core(arch, setup.attention)
+    rebuilt_core = size(before + behind) if checkpointing is Checkpointing.selective else 0
     # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
     mlp = kept + rebuilt + size(_mlp_backward(arch))
-    if roles is None and arch.moe_layer_count:
+    if setup.trainable_roles is None and arch.moe_layer_count:
         # Accumulating into an existing .grad (every micro-batch after the first, or
         # zero_grad(set_to_none=False)), autograd first materialises the new gradient of a
         # weight, then adds it in place: a weight-sized temporary. It matters for the stacked
         # experts of an MoE layer (GBs); a dense layer's largest weight is small beside its
         # activations, and leaving it out keeps this term growing with b and s.
-        mlp += _weight_gradient_elements(arch) * _dtype_bytes(ACT, precision)
+        mlp += _weight_gradient_elements(arch) * setup.grad_bytes
+    # The eager core's tensors kept by the ops after the softmax are freed before the
+    # softmax's backward, its worst moment.
     attn = (
         kept
         + rebuilt
         + rebuilt_core
         - size(after)
-        - size(_freed_before_softmax_backward(arch, attention))
-        + size(_attention_backward(arch, attention))
+        - size(behind if setup.attention is Attention.eager else [])
+        + size(_attention_backward(arch, setup.attention))
     )
     return max(mlp, attn)
 
 
 @memoised
-def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
+def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     """Outside the layers: (what lives through backward: token ids, rotary cos/sin; what the
     loss's and lm_head's backward free before the layers' backward: final norm, lm_head
     input, labels)."""
@@ -350,11 +387,12 @@ def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     if arch.embedding_dropout:
         kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
     if arch.rotary:
-        # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the activation dtype, built
-        # once per forward from position ids of shape (1, s) and kept by every layer's rotary
-        # (GPT-NeoX's partial rotary keeps no more: its rotary dims are at most head_dim).
-        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
-    freed = _norm(arch, "final norm", h) if arch.final_norm else []
+        # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the residual stream's
+        # dtype, built once per forward from position ids of shape (1, s) and kept by every
+        # layer's rotary (GPT-NeoX's partial rotary keeps no more: its rotary dims are at
+        # most head_dim).
+        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=RES))
+    freed = _norm(arch, setup, "final norm", h) if arch.final_norm else []
     freed += [
         Saved("lm_head input", per_token=h, for_weights=_w("lm_head")),
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
@@ -363,91 +401,97 @@ def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     return tuple(kept), tuple(freed)
 
 
-def _dtype_bytes(dtype: str, precision: Precision) -> int:
-    if dtype == MASK:
-        return 1
-    if dtype == INT64:
-        return 8
-    if dtype == FP32 or precision is Precision.fp32:
-        return 4
-    return 2
+def _dtype_bytes(dtype: str, setup: Setup) -> int:
+    if dtype == ACT:
+        return setup.compute_bytes
+    if dtype == RES:
+        return setup.residual_bytes
+    return {MASK: 1, FP32: 4, INT64: 8}[dtype]
 
 
-def _bytes(
-    saved: Sequence[Saved],
-    s: int,
-    b: int,
-    precision: Precision,
-    trainable_roles: frozenset[str] | None,
-) -> int:
+def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
+    roles = setup.trainable_roles
+    copies = setup.adapter_input_bytes or setup.adapter_dropout
     total = 0
     for item in saved:
-        if (
-            trainable_roles is not None
-            and item.for_weights
-            and not item.for_weights & trainable_roles
-        ):
-            continue
         elements = item.per_token * s * b + item.per_position * s + item.per_token_seq * s * s * b
-        total += elements * _dtype_bytes(item.dtype, precision)
+        width = _dtype_bytes(item.dtype, setup)
+        if roles is not None and item.for_weights:
+            adapted = item.for_weights & roles
+            if not adapted:
+                continue  # only frozen weights would need it: autograd keeps nothing
+            if copies:
+                # each adapted linear keeps its own input: PEFT's cast to the adapter's dtype
+                # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
+                # its dropout (and the dropout's 1-byte mask)
+                per_module = setup.adapter_input_bytes or width
+                total += len(adapted) * elements * (per_module + int(setup.adapter_dropout))
+                continue
+        total += elements * width
     return total
 
 
+def _adapters(arch: Architecture, setup: Setup) -> int:
+    """Adapted linear modules per layer (each lora_B keeps lora_A's r-wide output)."""
+    roles = setup.trainable_roles or frozenset()
+    return sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
+
+
 @memoised  # the strategy table and the UI ask again for the same micro-batch
-def activation_bytes(
-    arch: Architecture,
-    *,
-    seq_len: int,
-    micro_batch: int,
-    attention: Attention,
-    checkpointing: Checkpointing,
-    precision: Precision,
-    tp: int = 1,
-    trainable_roles: frozenset[str] | None = None,
-    lora_rank: int = 0,
-) -> int:
+def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Bytes the activations add to the step's peak per GPU for one micro-batch.
 
     That is every layer's saved tensors, the tail's, and what backward rebuilds for one layer
     at a time under recomputation, the last only where it exceeds the logits and loss
     buffers (`logits_bytes`): those are freed before the first layer's backward runs.
-    `trainable_roles` None means every weight trains (full fine-tune); otherwise only the
-    linear roles with adapters keep their inputs, each adapter keeps its r-wide A output
-    (`lora_rank`), and the first norm, whose input needs no gradient, keeps nothing.
-    Tensor parallelism with sequence parallelism divides everything by t (Korthikanti
-    Table 2).
+    With trainable roles (LoRA), only the adapted linears keep their inputs (or their own
+    copies of them), each adapter keeps its r-wide A output, and the first norm, whose input
+    needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
+    everything by t (Korthikanti Table 2).
     """
     s, b, layers = seq_len, micro_batch, arch.num_layers
-    roles = trainable_roles
-    kept = _bytes(layer_saved(arch, attention, checkpointing), s, b, precision, roles)
-    tail_kept, tail_freed = _tail(arch)
-    tail = _bytes(tail_kept, s, b, precision, roles)
-    freed = _bytes(tail_freed, s, b, precision, roles)
+    roles = setup.trainable_roles
+    full = setup.checkpointing is Checkpointing.full
+    kept = _bytes(layer_saved(arch, setup), s, b, setup)
+    tail_kept, tail_freed = _tail(arch, setup)
+    tail = _bytes(tail_kept, s, b, setup)
+    freed = _bytes(tail_freed, s, b, setup)
+    adapter = 0
     if roles is not None:
         # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
-        adapted = sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
-        adapter = adapted * lora_rank * s * b * _dtype_bytes(ACT, precision)
-        if checkpointing is not Checkpointing.full:  # else rebuilt with the layer
+        adapter = _adapters(arch, setup) * setup.lora_rank * s * b * setup.adapter_output_bytes
+        if not full:  # else rebuilt with the layer
             kept += adapter
-        if checkpointing is not Checkpointing.full and arch.norms_per_layer:
+        if not full and arch.norms_per_layer and "embed" not in roles:
             # The embedding is frozen: the first layer's first norm sees no gradient.
-            first = _norm(arch, "first norm", arch.hidden_size)
-            tail -= _bytes(first, s, b, precision, roles)
+            tail -= _bytes(_norm(arch, setup, "first norm", arch.hidden_size), s, b, setup)
     tail += freed
+    if setup.attention is Attention.eager and full:
+        # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
+        # every checkpointed layer, so it lives until backward ends (measured).
+        tail += _bytes([Saved("causal mask", per_token_seq=1, dtype=RES)], s, b, setup)
+    stored = layers
+    if setup.offload_layer_inputs and full:
+        # the checkpointed inputs move to CPU as the forward goes; the layer being computed
+        # and the next one's prefetch stay on the GPU (torchtune OffloadActivations, its
+        # streams overlapping one copy each way)
+        stored = min(layers, 2)
     # The step's activation peak is either the loss's backward (every layer's kept tensors,
     # the tail, the logits buffers) or the last layer's backward (the tail and the logits
     # buffers freed by then, the layer's own worst moment instead): Korthikanti sec. 5 for
     # the rebuilt layer, the gradient buffers as measured.
-    if attention is Attention.eager and checkpointing is Checkpointing.full:
-        # The eager causal mask (b, 1, s, s) in the activation dtype is an input of every
-        # checkpointed layer, so it lives until backward ends (measured).
-        tail += _bytes([Saved("causal mask", per_token_seq=1)], s, b, precision, None)
-    loss = logits_bytes(arch, seq_len=s, micro_batch=b, precision=precision)
-    layer_peak = _layer_backward_peak(arch, attention, checkpointing, b, s, precision, roles)
-    if roles is not None:
-        layer_peak += adapter
-    total = layers * kept + tail + max(0, layer_peak - kept - freed - loss)
-    return -(-total // tp)
+    loss = logits_bytes(arch, setup, s, b)
+    layer_peak = _layer_backward_peak(arch, setup, b, s) + adapter
+    total = stored * kept + tail + max(0, layer_peak - kept - freed - loss)
+    return -(-total // setup.tp)
+
+
+def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Pinned CPU bytes activation offloading needs: every checkpointed layer input."""
+    if not (setup.offload_layer_inputs and setup.checkpointing is Checkpointing.full):
+        return 0
+    kept = _bytes(layer_saved(arch, setup), seq_len, micro_batch, setup)
+    return -(-(arch.num_layers * kept) // setup.tp)
 
 
 # The loss's buffers, in fp32 elements per logit, at their peak (the start of backward):
@@ -457,14 +501,33 @@ def activation_bytes(
 # bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
 # logits themselves, 8).
 LOSS_FP32_BUFFERS_AT_PEAK = 3
+# A chunked cross-entropy keeps every chunk's fp32 log-probs until backward (log_softmax saves
+# its output: 4 bytes per logit), and works one chunk at a time otherwise: in backward a
+# chunk's fp32 gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2
+# bytes per logit of the chunk (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss,
+# lit-gpt chunked_cross_entropy).
+CHUNKED_SAVED = 4
+CHUNKED_PER_CHUNK = 4 + 4 + 2
+# A fused linear cross-entropy never holds the logits of more than one chunk of tokens: Liger's
+# FusedLinearCrossEntropy sizes its chunks so a chunk's logits are about the hidden states'
+# size (chunk = b s h / V tokens), and keeps their fp32 and bf16 gradients for the chunk:
+# about (4 + 4 + 2) bytes x b s h in all.
+FUSED_PER_HIDDEN = 4 + 4 + 2
 
 
-def logits_bytes(
-    arch: Architecture, *, seq_len: int, micro_batch: int, precision: Precision, tp: int = 1
-) -> int:
-    """Peak bytes of the logits and the causal-LM loss: 3 x 4 bytes per logit (b s V) in
-    bf16 and fp32 alike, measured (see LOSS_FP32_BUFFERS_AT_PEAK)."""
-    per_logit = 4 * LOSS_FP32_BUFFERS_AT_PEAK
-    if arch.logit_softcap:  # the final soft-cap's tanh output, in the activation dtype
-        per_logit += 4 if precision is Precision.fp32 else 2
-    return -(-(seq_len * micro_batch * arch.vocab_size * per_logit) // tp)
+def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Peak bytes of the logits and the causal-LM loss for the setup's loss (see the
+    constants above; full: 3 x 4 bytes per logit, b s V, measured)."""
+    tokens = seq_len * micro_batch
+    logits = tokens * arch.vocab_size
+    if setup.loss is LossKind.fused:
+        total = FUSED_PER_HIDDEN * tokens * arch.hidden_size
+    elif setup.loss is LossKind.chunked:
+        per_chunk = -(-logits // max(1, setup.loss_chunks))
+        total = CHUNKED_SAVED * logits + CHUNKED_PER_CHUNK * per_chunk
+    else:
+        total = 4 * LOSS_FP32_BUFFERS_AT_PEAK * logits
+    total += setup.kept_logits_bytes * logits
+    if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
+        total += setup.compute_bytes * logits
+    return -(-total // setup.tp)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memtui.estimator.activations import activation_bytes, logits_bytes
+from memtui.estimator.activations import Setup, activation_bytes, logits_bytes
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.memo import memoised
@@ -39,6 +39,24 @@ def _adapted_roles(arch: Architecture, targets: tuple[str, ...]) -> frozenset[st
     return frozenset(lin.role for lin in arch.lora_layers(targets))
 
 
+def activation_setup(plan: Plan) -> Setup:
+    """The plan's model run as the design states it: every activation in the plan's compute
+    dtype (the residual stream in fp32 under autocast), adapters sharing their inputs."""
+    precision = plan.precision
+    lora = plan.method is not Method.full
+    return Setup(
+        attention=plan.attention,
+        checkpointing=plan.checkpointing,
+        compute_bytes=precision.activation_bytes,
+        residual_bytes=precision.residual_bytes,
+        trainable_roles=trainable_roles(plan),
+        lora_rank=plan.lora_rank if lora else 0,
+        adapter_output_bytes=precision.activation_bytes,
+        grad_bytes=precision.weight_bytes,
+        tp=plan.tp,
+    )
+
+
 class GenericStack:
     """Today's step: bf16 weights and gradients, an fp32 master copy in mixed precision,
     the optimizer's state, every layer's saved tensors, 12 B per logit, and the buffers of
@@ -50,24 +68,9 @@ class GenericStack:
     def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
         arch = plan.model.architecture
         state = static_state(plan, strategy)
-        acts = activation_bytes(
-            arch,
-            seq_len=plan.seq_len,
-            micro_batch=plan.micro_batch,
-            attention=plan.attention,
-            checkpointing=plan.checkpointing,
-            precision=plan.precision,
-            tp=plan.tp,
-            trainable_roles=trainable_roles(plan),
-            lora_rank=plan.lora_rank if plan.method is not Method.full else 0,
-        )
-        logits = logits_bytes(
-            arch,
-            seq_len=plan.seq_len,
-            micro_batch=plan.micro_batch,
-            precision=plan.precision,
-            tp=plan.tp,
-        )
+        setup = activation_setup(plan)
+        acts = activation_bytes(arch, setup, plan.seq_len, plan.micro_batch)
+        logits = logits_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         extra = transient(plan, strategy, state)
         terms = {
             TermKind.weights: state.weights,
