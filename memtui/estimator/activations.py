@@ -72,6 +72,9 @@ class Setup:
     """Bytes per element of lora_A's output, which lora_B keeps."""
     adapter_dropout: bool = False
     """LoRA dropout p > 0: each adapted linear keeps a 1-byte mask and the dropped input."""
+    one_adapter_per_input: bool = False
+    """The adapters of projections that read the same input share one lora_A, one dropout
+    and one kept input (lit-gpt's LoRAQKVLinear over the fused qkv projection)."""
     offload_layer_inputs: bool = False
     """Activation offloading: checkpointed layer inputs go to pinned CPU memory, a couple of
     layers' worth stays on the GPU (torchtune OffloadActivations, save_on_cpu)."""
@@ -425,7 +428,8 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
                 # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
                 # its dropout (and the dropout's 1-byte mask)
                 per_module = setup.adapter_input_bytes or width
-                total += len(adapted) * elements * (per_module + int(setup.adapter_dropout))
+                modules = 1 if setup.one_adapter_per_input else len(adapted)
+                total += modules * elements * (per_module + int(setup.adapter_dropout))
                 continue
         total += elements * width
     return total

@@ -13,7 +13,6 @@ from memtui.estimator.communication import volume
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
-from memtui.estimator.state import static_state
 from memtui.estimator.strategies import strategy_spec
 
 PlanTotal = Callable[[Plan], int]
@@ -33,7 +32,7 @@ def _lever(
     return Lever(name=name, saves_bytes=saves, cost=cost, applied=applied)
 
 
-def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...]:
+def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
     costs; each saving is `per_gpu_total` of the plan with that lever pulled."""
 
@@ -46,7 +45,6 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
     next_stage = how.next_stage
     if how.hybrid and plan.hardware.nodes == 1:
         next_stage = None  # HSDP on one node already shards over every GPU
-    trainable = static_state(plan).trainable  # memoised: the budget just computed it
     extra_comm = ""
     if next_stage is not None:
         now = sum(volume(plan, plan.strategy, trainable))
