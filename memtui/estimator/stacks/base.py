@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
-from memtui.estimator.choices import LossKind, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
 from memtui.estimator.memo import BoundedCache
 from memtui.estimator.plan import Plan
 from memtui.estimator.runtime import Runtime, runtime
@@ -75,6 +75,12 @@ class BookStack:
     """The precisions it runs, the one to switch to first."""
     losses: ClassVar[tuple[LossKind, ...]] = tuple(LossKind)
     """The losses it can compute, the one to switch to first."""
+    offloads: ClassVar[tuple[Offload, ...]] = tuple(Offload)
+    """What it can move to CPU RAM."""
+    optimizer_in_backward: ClassVar[bool] = True
+    """It can step each parameter in its gradient hook."""
+    activation_offload: ClassVar[bool] = True
+    """It can move checkpointed layer inputs to CPU RAM."""
 
     def __init__(self) -> None:
         self._states = BoundedCache()
@@ -126,6 +132,12 @@ class BookStack:
             changes["precision"] = self.precisions[0]
         if plan.loss not in self.losses:
             changes["loss"] = self.losses[0]
+        if plan.offload not in self.offloads:
+            changes["offload"] = Offload.none
+        if plan.optimizer_in_backward and not self.optimizer_in_backward:
+            changes["optimizer_in_backward"] = False
+        if plan.activation_offload and not self.activation_offload:
+            changes["activation_offload"] = False
         return changes
 
     def why_not(self, strategy: Strategy) -> str:

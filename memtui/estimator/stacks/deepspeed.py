@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -86,6 +86,9 @@ class DeepSpeedStack(BookStack):
     precisions = (Precision.bf16_mixed,)
     # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
     losses = (LossKind.full, LossKind.fused)
+    # offload_optimizer / offload_param (ZeRO-Offload, ZeRO-Infinity)
+    offloads = (Offload.none, Offload.optimizer, Offload.params)
+    optimizer_in_backward = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

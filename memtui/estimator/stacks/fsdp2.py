@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -100,6 +100,9 @@ class Fsdp2Stack(BookStack):
     precisions = (Precision.bf16_mixed, Precision.bf16, Precision.fp32)
     # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
     losses = (LossKind.full, LossKind.fused)
+    # CPUOffloadPolicy moves parameters, gradients and the optimizer step together
+    offloads = (Offload.none, Offload.params)
+    optimizer_in_backward = False
     #: the running unit, its all-gather buffer and the next unit's (prefetched)
     units_in_flight = 3
 

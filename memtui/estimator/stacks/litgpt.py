@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.fsdp2 import unit_buffers
@@ -40,6 +40,9 @@ class LitGptStack(BookStack):
     strategies = (Strategy.fsdp, Strategy.ddp)
     precisions = (Precision.bf16, Precision.bf16_autocast)
     losses = (LossKind.chunked,)  # chunked_cross_entropy
+    offloads = (Offload.none, Offload.params)  # FSDPStrategy(cpu_offload=True)
+    optimizer_in_backward = False
+    activation_offload = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -87,6 +87,7 @@ class TorchtuneStack(BookStack):
     strategies = (Strategy.fsdp, Strategy.ddp)
     precisions = (Precision.bf16, Precision.fp32)
     losses = (LossKind.chunked, LossKind.full)  # the chunked losses, or CrossEntropyLoss
+    offloads = (Offload.none, Offload.params)  # fsdp_cpu_offload
 
     def check(self, plan: Plan) -> None:
         super().check(plan)

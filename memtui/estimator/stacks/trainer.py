@@ -29,7 +29,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import Checkpointing, LossKind, Method, Precision, StackName, Strategy
+from memtui.estimator.choices import (
+    Checkpointing,
+    LossKind,
+    Method,
+    Offload,
+    Precision,
+    StackName,
+    Strategy,
+)
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -114,6 +122,10 @@ class TrainerStack(BookStack):
     precisions = (Precision.bf16, Precision.bf16_autocast, Precision.fp32)
     # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
     losses = (LossKind.full, LossKind.fused)
+    # accelerate offers no optimizer offload under DDP; Trainer's checkpointing can offload
+    # layer inputs (activation_checkpointing_kwargs offload=True: save_on_cpu)
+    offloads = (Offload.none,)
+    optimizer_in_backward = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
