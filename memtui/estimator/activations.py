@@ -86,6 +86,12 @@ class Setup:
     kept_logits_bytes: int = 0
     """Bytes per logit of output logits the training loop still holds during backward
     (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
+    loss_bytes: int = 4
+    """Bytes per logit of the log-probs a chunked loss keeps (4: it upcasts each chunk to
+    fp32, as torchtune does; lit-gpt's cross_entropy runs on the bf16 chunks: 2)."""
+    fused_qkv: bool | None = None
+    """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
+    architecture says."""
     tp: int = 1
 
 
@@ -137,12 +143,15 @@ def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 
     ]
 
 
-def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Saved], list[Saved]]:
+def _attention_core(
+    arch: Architecture, attention: Attention, fused_qkv: bool | None = None
+) -> tuple[list[Saved], list[Saved]]:
     """Tensors the attention function keeps, from q, k, v (after rotary) to its output, in
-    forward order: (up to the softmax, what the ops after the softmax keep)."""
+    forward order: (up to the softmax, what the ops after the softmax keep). `fused_qkv`
+    overrides the architecture's for a stack whose model code fuses the projection."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
     if attention is Attention.flash:
-        return _flash_core(arch), []
+        return _flash_core(arch, arch.fused_qkv if fused_qkv is None else fused_qkv), []
     # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
     # reshape to 3-D copies them), softmax keeps its output, the cast to the activation dtype
     # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. Without rotary (GPT-2,
@@ -172,15 +181,15 @@ def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Save
     return before, after
 
 
-def _flash_core(arch: Architecture) -> list[Saved]:
+def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
     v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
     and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid out
     (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    if arch.fused_qkv and arch.rotary:
-        # A fused qkv_proj (Phi-3, GPT-NeoX): rotary makes new q and k, but v stays a view of
-        # the projection output, so the whole output stays alive with it.
+    if fused_qkv and arch.rotary:
+        # A fused qkv_proj (Phi-3, GPT-NeoX, lit-gpt's attn): rotary makes new q and k, but v
+        # stays a view of the projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
@@ -264,7 +273,7 @@ def _attention_parts(
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
         after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
     else:
-        before, behind = _attention_core(arch, setup.attention)
+        before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
         upto += before + behind
         if setup.attention is Attention.eager:
             after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
@@ -355,7 +364,7 @@ def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> in
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
     upto, after = _layer_parts(arch, setup, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    before, behind = _attention_core(arch, setup.attention)
+    before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
     rebuilt_core = size(before + behind) if checkpointing is Checkpointing.selective else 0
     # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
     mlp = kept + rebuilt + size(_mlp_backward(arch))
@@ -505,13 +514,12 @@ def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch:
 # bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
 # logits themselves, 8).
 LOSS_FP32_BUFFERS_AT_PEAK = 3
-# A chunked cross-entropy keeps every chunk's fp32 log-probs until backward (log_softmax saves
-# its output: 4 bytes per logit), and works one chunk at a time otherwise: in backward a
-# chunk's fp32 gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2
-# bytes per logit of the chunk (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss,
-# lit-gpt chunked_cross_entropy).
-CHUNKED_SAVED = 4
-CHUNKED_PER_CHUNK = 4 + 4 + 2
+# A chunked cross-entropy keeps every chunk's log-probs until backward (log_softmax saves its
+# output: `Setup.loss_bytes` per logit), and works one chunk at a time otherwise: in backward
+# a chunk's gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2 bytes
+# per logit of the chunk upcast to fp32 (torchtune CEWithChunkedOutputLoss /
+# LinearCrossEntropyLoss), 2 + 2 + 2 in bf16 (lit-gpt chunked_cross_entropy).
+CHUNKED_GRADIENT_BUFFERS = 2
 # A fused linear cross-entropy never holds the logits of more than one chunk of tokens: Liger's
 # FusedLinearCrossEntropy sizes its chunks so a chunk's logits are about the hidden states'
 # size (chunk = b s h / V tokens), and keeps their fp32 and bf16 gradients for the chunk:
@@ -528,7 +536,8 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
         total = FUSED_PER_HIDDEN * tokens * arch.hidden_size
     elif setup.loss is LossKind.chunked:
         per_chunk = -(-logits // max(1, setup.loss_chunks))
-        total = CHUNKED_SAVED * logits + CHUNKED_PER_CHUNK * per_chunk
+        chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
+        total = setup.loss_bytes * logits + chunk_buffers * per_chunk
     else:
         total = 4 * LOSS_FP32_BUFFERS_AT_PEAK * logits
     total += setup.kept_logits_bytes * logits

@@ -6,10 +6,12 @@ torch.optim's foreach AdamW moments in bf16, no master), `bf16-mixed` keeps fp32
 under autocast (memtui's bf16-autocast). Its RMSNorm normalises in the input dtype
 (lit_gpt/rmsnorm.py: x * rsqrt(mean(x * x)) with no upcast). Its LoRA (lit_gpt/lora.py
 LoRAQKVLinear) adds one lora_A over the fused qkv input for the enabled q and v projections
-(r = 8, dropout 0.05 by default): one dropout mask and one dropped input per layer. The
+(r = 8, dropout 0.05 by default): one dropout mask and one dropped input per layer. Its
+attention is one fused qkv linear for every family (model.py CausalSelfAttention.attn). The
 model returns the logits in chunks of 128 tokens (lm_head_chunk_size=128) that the training
-step keeps referenced through backward, and chunked_cross_entropy upcasts one chunk at a
-time. Multi-GPU runs use Fabric's FSDPStrategy (FSDP1, limit_all_gathers).
+step keeps referenced through backward, and chunked_cross_entropy runs cross_entropy on each
+bf16 chunk (utils.py), keeping bf16 log-probs. Multi-GPU runs use Fabric's FSDPStrategy
+(FSDP1, limit_all_gathers).
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class LitGptStack(BookStack):
             one_adapter_per_input=True,
             loss_chunks=-(-plan.seq_len // LM_HEAD_CHUNK),
             kept_logits_bytes=2,
+            loss_bytes=2,
+            fused_qkv=True,
         )
 
     def transient(
@@ -76,8 +80,8 @@ class LitGptStack(BookStack):
         out = dict(GENERIC.sources(plan, breakdown))
         out[TermKind.master_weights] = "none: bf16-true, or fp32 weights under bf16-mixed"
         out[TermKind.logits] = (
-            "bf16 logits in chunks of 128 tokens, kept through backward, + fp32 log-probs "
-            "(chunked_cross_entropy)"
+            "bf16 logits in chunks of 128 tokens, kept through backward, + their bf16 "
+            "log-probs (chunked_cross_entropy)"
         )
         return out
 
