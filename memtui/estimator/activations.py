@@ -33,7 +33,7 @@ s the sequence; multiply by s b):
 - Full checkpointing: 2h per layer (its input); selective: the layer without its attention
   core. Backward then rebuilds one layer (or core) at a time, and its gradient buffers
   (`_attention_backward`, `_mlp_backward`) add to the peak only beyond the loss's buffers.
-- Logits and loss: 12 bytes per logit, b s V (`LOSS_FP32_BUFFERS_AT_PEAK`).
+- Logits and loss: 12 bytes per logit, b s V, with the fp32 upcast (`LOSS_BUFFERS_AT_PEAK`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,6 @@ class Setup:
     """Matmul inputs and outputs, attention tensors, MLP intermediates (ACT)."""
     residual_bytes: int = 2
     """The residual stream, the norms' inputs and outputs, checkpointed layer inputs (RES)."""
-    norm_upcast: bool = True
-    """RMSNorm computes in fp32 from an fp32 copy of its input (transformers' LlamaRMSNorm);
-    False: in the input dtype (lit-gpt's RMSNorm of 2023)."""
     trainable_roles: frozenset[str] | None = None
     """Linear roles whose weights (or adapters) train; None: every weight (full fine-tune)."""
     lora_rank: int = 0
@@ -87,8 +84,10 @@ class Setup:
     """Bytes per logit of output logits the training loop still holds during backward
     (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
     loss_bytes: int = 4
-    """Bytes per logit of the log-probs a chunked loss keeps (4: it upcasts each chunk to
-    fp32, as torchtune does; lit-gpt's cross_entropy runs on the bf16 chunks: 2)."""
+    """Bytes per logit of the log-probs the loss keeps and of its gradient buffers: 4 when it
+    upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
+    2 when cross_entropy runs on the bf16 logits (torchtune's CrossEntropyLoss recipes of
+    2024, lit-gpt)."""
     fused_qkv: bool | None = None
     """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
     architecture says."""
@@ -127,16 +126,10 @@ def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
     # x * rsqrt keeps both, and weight * y keeps y (cast back to the input dtype) for the
     # weight's gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    # Without the upcast (lit-gpt 2023: x * rsqrt(mean(x * x))) x and 1/rms stay in the
-    # input dtype.
     normalized = FP32 if arch.norm_output_fp32 else RES
     return [
-        Saved(
-            f"{what} input{' upcast to fp32' if setup.norm_upcast else ''}",
-            per_token=count * width,
-            dtype=FP32 if setup.norm_upcast else RES,
-        ),
-        Saved(f"{what} 1/rms", per_token=count, dtype=FP32 if setup.norm_upcast else RES),
+        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
+        Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
         Saved(
             f"{what} normalized", per_token=count * width, dtype=normalized, for_weights=_w("norm")
         ),
@@ -507,13 +500,13 @@ def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch:
     return -(-(arch.num_layers * kept) // setup.tp)
 
 
-# The loss's buffers, in fp32 elements per logit, at their peak (the start of backward):
-# transformers' ForCausalLMLoss upcasts the logits (logits.float()), cross_entropy's
-# log_softmax keeps its fp32 output for backward; in backward nll_loss writes its gradient
-# into a new fp32 b s V tensor and log_softmax's backward a third one. The forward holds less:
-# bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
-# logits themselves, 8).
-LOSS_FP32_BUFFERS_AT_PEAK = 3
+# The loss's buffers per logit at their peak (the start of backward): cross_entropy's
+# log_softmax keeps its output for backward; in backward nll_loss writes its gradient into a
+# new b s V tensor and log_softmax's backward a third one, all in the loss's dtype. With
+# transformers' ForCausalLMLoss, which upcasts the logits (logits.float()), that is 3 fp32
+# buffers, 12 bytes per logit (measured). The forward holds less: bf16 logits + the fp32
+# upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the logits themselves, 8).
+LOSS_BUFFERS_AT_PEAK = 3
 # A chunked cross-entropy keeps every chunk's log-probs until backward (log_softmax saves its
 # output: `Setup.loss_bytes` per logit), and works one chunk at a time otherwise: in backward
 # a chunk's gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2 bytes
@@ -529,7 +522,7 @@ FUSED_PER_HIDDEN = 4 + 4 + 2
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Peak bytes of the logits and the causal-LM loss for the setup's loss (see the
-    constants above; full: 3 x 4 bytes per logit, b s V, measured)."""
+    constants above; full, upcast to fp32: 3 x 4 bytes per logit, b s V, measured)."""
     tokens = seq_len * micro_batch
     logits = tokens * arch.vocab_size
     if setup.loss is LossKind.fused:
@@ -539,7 +532,7 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
         chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
         total = setup.loss_bytes * logits + chunk_buffers * per_chunk
     else:
-        total = 4 * LOSS_FP32_BUFFERS_AT_PEAK * logits
+        total = setup.loss_bytes * LOSS_BUFFERS_AT_PEAK * logits
     total += setup.kept_logits_bytes * logits
     if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
         total += setup.compute_bytes * logits

@@ -86,6 +86,7 @@ class Optimizer(Choice):
     adamw = "adamw"
     adamw8bit = "adamw8bit"
     paged_adamw8bit = "paged-adamw8bit"
+    paged_adamw = "paged-adamw"  # bitsandbytes PagedAdamW: 32-bit state in managed memory
     sgd = "sgd"
     sgd_momentum = "sgd-momentum"
     adafactor = "adafactor"

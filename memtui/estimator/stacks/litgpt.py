@@ -1,10 +1,11 @@
 """Lightning's LitGPT (lit-gpt): Fabric, its own model code, LoRA and chunked loss.
 
-Read from Lightning-AI/litgpt (the 2023 lit-gpt of its resource tables, commit 8641822, and
-later): `--precision bf16-true` builds the model in bf16 (weights, gradients and
-torch.optim's foreach AdamW moments in bf16, no master), `bf16-mixed` keeps fp32 weights
-under autocast (memtui's bf16-autocast). Its RMSNorm normalises in the input dtype
-(lit_gpt/rmsnorm.py: x * rsqrt(mean(x * x)) with no upcast). Its LoRA (lit_gpt/lora.py
+Read from Lightning-AI/litgpt (2024, commits 5895df10 and 00af8b0d; the 2023 lit-gpt of its
+resource tables, 8641822, differs where said): `--precision bf16-true` builds the model in
+bf16 (weights, gradients and torch.optim's foreach AdamW moments in bf16, no master),
+`bf16-mixed` keeps fp32 weights under autocast (memtui's bf16-autocast). Its RMSNorm upcasts
+to fp32 as transformers' does (litgpt/model.py RMSNorm; the 2023 lit_gpt/rmsnorm.py did not,
+keeping 2 bytes less per element of each norm's input). Its LoRA (lit_gpt/lora.py
 LoRAQKVLinear) adds one lora_A over the fused qkv input for the enabled q and v projections
 (r = 8, dropout 0.05 by default): one dropout mask and one dropped input per layer. Its
 attention is one fused qkv linear for every family (model.py CausalSelfAttention.attn). The
@@ -58,7 +59,6 @@ class LitGptStack(BookStack):
             compute_bytes=2,
             residual_bytes=4 if autocast else 2,
             adapter_output_bytes=2,
-            norm_upcast=False,
             one_adapter_per_input=True,
             loss_chunks=-(-plan.seq_len // LM_HEAD_CHUNK),
             kept_logits_bytes=2,

@@ -20,6 +20,7 @@ torchtune/training/):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
@@ -109,7 +110,14 @@ class TorchtuneStack(BookStack):
         return same_dtype_layout(plan, tensors)
 
     def setup(self, plan: Plan) -> Setup:
-        return same_dtype_setup(plan)
+        base = same_dtype_setup(plan)
+        if plan.loss is LossKind.full:
+            # torch.nn.CrossEntropyLoss on the model's bf16 logits, which the recipe keeps
+            # referenced through backward (lora_finetune_single_device.py, 2024 configs)
+            return replace(
+                base, loss_bytes=base.compute_bytes, kept_logits_bytes=base.compute_bytes
+            )
+        return base  # CEWithChunkedOutputLoss upcasts each chunk; the recipe frees the logits
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
