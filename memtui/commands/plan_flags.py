@@ -167,6 +167,12 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="adapter size as a share of the model: 0.025 or 2.5%% (bare counts)",
     )
     g.add_argument(
+        "--qlora-keeps-inputs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="QLoRA's 4-bit linears keep their inputs (bitsandbytes before 0.43.2)",
+    )
+    g.add_argument(
         "--lora-dropout",
         type=_probability,
         help="LoRA dropout (PEFT default 0; above 0 each adapter keeps a mask and a copy)",
@@ -288,6 +294,7 @@ _PLAN_FIELDS = {
     "stack": "stack",
     "loss": "loss",
     "lora_dropout": "lora_dropout",
+    "qlora_keeps_inputs": "qlora_keeps_inputs",
     "modules_to_save": "modules_to_save",
     "activation_offload": "activation_offload",
     "optimizer_in_backward": "optimizer_in_backward",

@@ -69,6 +69,10 @@ class Setup:
     """Bytes per element of lora_A's output, which lora_B keeps."""
     adapter_dropout: bool = False
     """LoRA dropout p > 0: each adapted linear keeps a 1-byte mask and the dropped input."""
+    frozen_linears_keep_inputs: bool = False
+    """The frozen base linears keep their inputs anyway: bitsandbytes' MatMul4Bit before
+    0.43.2 saved the input of every 4-bit linear (`ctx.tensors = (A, B)`; PR #1270
+    "fix QLoRA mem bug: delete useless buffered activation" dropped it)."""
     one_adapter_per_input: bool = False
     """The adapters of projections that read the same input share one lora_A, one dropout
     and one kept input (lit-gpt's LoRAQKVLinear over the fused qkv projection)."""
@@ -414,6 +418,10 @@ def _dtype_bytes(dtype: str, setup: Setup) -> int:
     return {MASK: 1, FP32: 4, INT64: 8}[dtype]
 
 
+# Roles whose input a frozen linear of the base could keep (not norms, not the vocabulary).
+_BASE_LINEAR_ROLES = frozenset({"norm", "lm_head", "embed"})
+
+
 def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
     roles = setup.trainable_roles
     copies = setup.adapter_input_bytes or setup.adapter_dropout
@@ -423,6 +431,11 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
         width = _dtype_bytes(item.dtype, setup)
         if roles is not None and item.for_weights:
             adapted = item.for_weights & roles
+            base_keeps = setup.frozen_linears_keep_inputs and bool(
+                item.for_weights - _BASE_LINEAR_ROLES
+            )
+            if base_keeps:
+                total += elements * width  # the base layer's own saved input
             if not adapted:
                 continue  # only frozen weights would need it: autograd keeps nothing
             if copies:
@@ -433,6 +446,8 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
                 modules = 1 if setup.one_adapter_per_input else len(adapted)
                 total += modules * elements * (per_module + int(setup.adapter_dropout))
                 continue
+            if base_keeps:
+                continue  # the adapter shares the input the base layer kept
         total += elements * width
     return total
 

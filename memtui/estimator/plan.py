@@ -147,6 +147,9 @@ class Plan(Frozen):
     """QLoRA double quantization: 4.127 instead of 4.5 bits per base parameter."""
     qlora_upcast: bool = True
     """PEFT's prepare_model_for_kbit_training casts non-quantized parameters to fp32."""
+    qlora_keeps_inputs: bool = False
+    """The 4-bit base linears keep their inputs for backward, as bitsandbytes did before
+    0.43.2 (MatMul4Bit saved its input A; fixed in PR #1270, July 2024)."""
     lora_dropout: float = Field(0.0, ge=0, lt=1)
     """LoRA dropout (PEFT's LoraConfig default 0.0; lit-gpt 0.05): above 0 every adapted
     linear keeps a mask and its dropped input."""

@@ -311,6 +311,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _toggle("qlora_double_quant", "QLoRA 2x quant"),
     _toggle("qlora_upcast", "QLoRA upcast"),
+    _toggle("qlora_keeps_inputs", "4-bit saves in"),
     _enum_setting("precision", "Precision", Precision),
     _toggle("fp32_grad_buffer", "fp32 grad buf"),
     _enum_setting("optimizer", "Optimizer", Optimizer),

@@ -25,6 +25,7 @@ Read from DeepSpeed 0.19.6 (deepspeedai/DeepSpeed) and transformers 5.24:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
@@ -112,17 +113,14 @@ class DeepSpeedStack(BookStack):
         )
 
     def setup(self, plan: Plan) -> Setup:
-        base = activation_setup(plan)
-        return Setup(
-            attention=base.attention,
-            checkpointing=base.checkpointing,
-            trainable_roles=base.trainable_roles,
-            lora_rank=base.lora_rank,
-            adapter_dropout=base.adapter_dropout,
-            offload_layer_inputs=base.offload_layer_inputs,
-            loss=plan.loss,
-            tp=plan.tp,
-        )  # everything bf16: the adapters share their inputs
+        # everything bf16 (the engine cast it): the adapters share their inputs
+        return replace(
+            activation_setup(plan),
+            compute_bytes=BF16,
+            residual_bytes=BF16,
+            adapter_output_bytes=BF16,
+            grad_bytes=BF16,
+        )
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

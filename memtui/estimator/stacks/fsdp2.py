@@ -23,6 +23,7 @@ Read from torch 2.13 (distributed/fsdp/_fully_shard/), accelerate 1.15 and trans
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
@@ -112,22 +113,15 @@ class Fsdp2Stack(BookStack):
         return sharded_layout(plan, tensors)
 
     def setup(self, plan: Plan) -> Setup:
-        base = activation_setup(plan)
+        # adapters are gathered in param_dtype with the rest: they share their inputs
         width = plan.precision.activation_bytes
-        return Setup(
-            attention=base.attention,
-            checkpointing=base.checkpointing,
+        return replace(
+            activation_setup(plan),
             compute_bytes=width,
             residual_bytes=width,
-            trainable_roles=base.trainable_roles,
-            lora_rank=base.lora_rank,
             adapter_output_bytes=width,
-            adapter_dropout=base.adapter_dropout,
-            offload_layer_inputs=base.offload_layer_inputs,
             grad_bytes=width,
-            loss=plan.loss,
-            tp=plan.tp,
-        )  # adapters are gathered in param_dtype: they share their inputs
+        )
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

@@ -55,6 +55,7 @@ def activation_setup(plan: Plan) -> Setup:
         lora_rank=plan.lora_rank if lora else 0,
         adapter_output_bytes=precision.activation_bytes,
         adapter_dropout=lora and plan.lora_dropout > 0,
+        frozen_linears_keep_inputs=plan.method is Method.qlora and plan.qlora_keeps_inputs,
         offload_layer_inputs=plan.activation_offload,
         grad_bytes=precision.weight_bytes,
         loss=plan.loss,

@@ -62,21 +62,13 @@ def same_dtype_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layou
 
 def same_dtype_setup(plan: Plan) -> Setup:
     """The model run in its own dtype, adapters sharing their inputs."""
-    base = activation_setup(plan)
     width = plan.precision.weight_bytes
-    return Setup(
-        attention=base.attention,
-        checkpointing=base.checkpointing,
+    return replace(
+        activation_setup(plan),
         compute_bytes=width,
         residual_bytes=width,
-        trainable_roles=base.trainable_roles,
-        lora_rank=base.lora_rank,
         adapter_output_bytes=width,
-        adapter_dropout=base.adapter_dropout,
-        offload_layer_inputs=base.offload_layer_inputs,
         grad_bytes=width,
-        loss=plan.loss,
-        tp=plan.tp,
     )
 
 

@@ -27,6 +27,7 @@ Read from transformers 5.24, accelerate 1.15, peft 0.21 and torch 2.13:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import (
@@ -141,22 +142,13 @@ class TrainerStack(BookStack):
         fp32_stream = plan.precision is Precision.bf16_autocast or (
             plan.method is Method.qlora and plan.qlora_upcast
         )
-        base = activation_setup(plan)
-        return Setup(
-            attention=base.attention,
-            checkpointing=base.checkpointing,
+        return replace(
+            activation_setup(plan),
             compute_bytes=2 if autocast else 4,
             residual_bytes=4 if fp32_stream or not autocast else 2,
-            trainable_roles=base.trainable_roles,
-            lora_rank=base.lora_rank,
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
             adapter_input_bytes=2 if lora and autocast else 0,
             adapter_output_bytes=2 if autocast else 4,
-            adapter_dropout=base.adapter_dropout,
-            offload_layer_inputs=base.offload_layer_inputs,
-            grad_bytes=plan.precision.weight_bytes,
-            loss=plan.loss,
-            tp=plan.tp,
         )
 
     def transient(
