@@ -92,6 +92,12 @@ class Setup:
     upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
     2 when cross_entropy runs on the bf16 logits (torchtune's CrossEntropyLoss recipes of
     2024, lit-gpt)."""
+    input_casts: frozenset[str] = frozenset()
+    """Roles of the linears that cast their input to the compute dtype themselves, each
+    keeping its own copy (full fine-tuning under autocast with an fp32 residual stream: the
+    norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
+    weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
+    kept three times in the compute dtype, the MLP's by gate and up twice."""
     fused_qkv: bool | None = None
     """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
     architecture says."""
@@ -318,7 +324,9 @@ def layer_saved(
 def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
     """Gradient buffers alive at the attention core's backward, beyond its saved tensors."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size)
+    # the residual stream's gradient has the stream's dtype (fp32 under autocast with fp32
+    # weights: measured, memtui measure --stack trainer)
+    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size, dtype=RES)
     if attention is Attention.eager:
         if not arch.eager_softmax_fp32:
             # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
@@ -338,7 +346,12 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
     (the product's two factors for a gated MLP; the activation's input and output for a plain
     one)."""
     width = arch.expert_width * max(1, arch.experts_per_token)
-    return [Saved("MLP gradients", per_token=arch.hidden_size + 2 * width)]
+    return [
+        # the incoming one is the residual stream's gradient, in the stream's dtype (fp32
+        # under autocast with fp32 weights: measured, memtui measure --stack trainer)
+        Saved("gradient of the layer output", per_token=arch.hidden_size, dtype=RES),
+        Saved("MLP gradients", per_token=2 * width),
+    ]
 
 
 def _weight_gradient_elements(arch: Architecture) -> int:
@@ -448,7 +461,9 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
                 continue
             if base_keeps:
                 continue  # the adapter shares the input the base layer kept
-        total += elements * width
+        # every linear reading it keeps its own cast (Setup.input_casts), else one tensor
+        readers = len(item.for_weights & setup.input_casts) if roles is None else 0
+        total += max(1, readers) * elements * width
     return total
 
 
@@ -456,6 +471,27 @@ def _adapters(arch: Architecture, setup: Setup) -> int:
     """Adapted linear modules per layer (each lora_B keeps lora_A's r-wide output)."""
     roles = setup.trainable_roles or frozenset()
     return sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
+
+
+@memoised
+def _own_input_copies(arch: Architecture, setup: Setup) -> int:
+    """Bytes per token per layer of the input copies kept by adapters whose input the layer
+    keeps anyway for another op, so no saved tensor names their role (SDPA keeps its output,
+    which o_proj reads): PEFT casts the input of every adapted linear all the same
+    (tuners/lora/layer.py Linear.forward, _cast_input_dtype) and lora_A keeps the copy."""
+    roles = setup.trainable_roles
+    if roles is None or not (setup.adapter_input_bytes or setup.adapter_dropout):
+        return 0
+    named = frozenset().union(
+        *(item.for_weights for item in layer_saved(arch, setup, Checkpointing.none))
+    )
+    width = (setup.adapter_input_bytes or setup.compute_bytes) + int(setup.adapter_dropout)
+    elements = sum(
+        lin.d_in * lin.count
+        for lin in arch.linear_layers
+        if lin.role in roles - named and lin.group not in ("embedding", "head")
+    )
+    return width * elements // max(1, arch.num_layers)
 
 
 @memoised  # the strategy table and the UI ask again for the same micro-batch
@@ -481,6 +517,7 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     if roles is not None:
         # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
         adapter = _adapters(arch, setup) * setup.lora_rank * s * b * setup.adapter_output_bytes
+        adapter += _own_input_copies(arch, setup) * s * b
         if not full:  # else rebuilt with the layer
             kept += adapter
         if not full and arch.norms_per_layer and "embed" not in roles:
@@ -503,6 +540,17 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     # the rebuilt layer, the gradient buffers as measured.
     loss = logits_bytes(arch, setup, s, b)
     layer_peak = _layer_backward_peak(arch, setup, b, s) + adapter
+    if (
+        full
+        and arch.norms_per_layer
+        and (arch.norm_kind == "layernorm" or setup.residual_bytes == 4)
+    ):
+        # The rebuilt layer's first norm saves the checkpointed layer input itself, already
+        # kept: LayerNorm saves its input as it is, and LlamaRMSNorm's upcast
+        # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
+        # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
+        first = _norm(arch, setup, "attention norm", arch.hidden_size)[:1]
+        layer_peak -= _bytes(first, s, b, setup)
     total = stored * kept + tail + max(0, layer_peak - kept - freed - loss)
     return -(-total // setup.tp)
 
@@ -533,6 +581,19 @@ CHUNKED_GRADIENT_BUFFERS = 2
 # size (chunk = b s h / V tokens), and keeps their fp32 and bf16 gradients for the chunk:
 # about (4 + 4 + 2) bytes x b s h in all.
 FUSED_PER_HIDDEN = 4 + 4 + 2
+
+
+def forward_logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Bytes of the logits and loss at the forward's loss (the whole-logits loss): the logits
+    in the compute dtype, their upcast to the loss's dtype when that differs, and the
+    log-probs the loss keeps (10 bytes per logit in bf16 with transformers' ForCausalLMLoss,
+    8 in fp32); `logits_bytes` minus this is what the forward's end holds less than the
+    loss's backward. The chunked and fused losses: `logits_bytes` (no smaller moment known)."""
+    if setup.loss is not LossKind.full:
+        return logits_bytes(arch, setup, seq_len, micro_batch)
+    upcast = setup.loss_bytes if setup.loss_bytes != setup.compute_bytes else 0
+    per_logit = setup.compute_bytes + upcast + setup.loss_bytes
+    return -(-(per_logit * seq_len * micro_batch * arch.vocab_size) // setup.tp)
 
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:

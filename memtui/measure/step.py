@@ -55,7 +55,7 @@ def _optimizer(plan: Plan, params: list[torch.Tensor]) -> torch.optim.Optimizer:
 
 
 @contextlib.contextmanager
-def _native_dropout() -> Iterator[None]:
+def native_dropout() -> Iterator[None]:
     """Route F.dropout through aten.native_dropout (1-byte mask, as CUDA keeps it)."""
     import torch.nn.functional as F
 
@@ -133,7 +133,7 @@ def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> M
         mode: Any = FakeTensorMode(allow_non_fake_inputs=True)
     else:
         mode = contextlib.nullcontext()
-    with mode, _native_dropout(), _no_padding_under_fake(fake), torch.random.fork_rng():
+    with mode, native_dropout(), _no_padding_under_fake(fake), torch.random.fork_rng():
         torch.manual_seed(0)
         return _measure(config, plan, fake)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from memtui.estimator.activations import Setup
+from memtui.estimator.activations import Setup, forward_logits_bytes, logits_bytes
 from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
@@ -52,13 +52,13 @@ from memtui.estimator.state import (
     optimizer_state_bytes,
     parameters_of,
     split_saved,
+    trainable_tensors,
 )
 from memtui.estimator.terms import TermKind
 from memtui.estimator.transient import (
     Transient,
     dequantized_weight,
     optimizer_temporaries,
-    unit_parameters,
 )
 
 ADAPTER_BYTES = 4  # PEFT's fp32 adapters (autocast_adapter_dtype=True)
@@ -95,23 +95,51 @@ def pure_layout(plan: Plan, tensors: tuple[TrainableTensor, ...], width: int) ->
     )
 
 
-def autocast_weight_copies(plan: Plan) -> int:
-    """bf16 copies of fp32 weights that autocast makes and autograd keeps for backward:
-    every matmul weight without checkpointing, one layer's under checkpointing (its copies
-    are made again when backward recomputes it). QLoRA's 4-bit linears are dequantized
-    instead (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
+def _matmul_parameters(plan: Plan) -> tuple[float, float]:
+    """(a decoder layer's, the lm_head's) parameters that matmuls read: the linears' weights
+    and biases, which autocast casts (norm weights and embeddings are not autocast ops)."""
+    arch = plan.model.architecture
+    scale = plan.model.parameters / arch.parameter_count / plan.tp
+    linears = sum((lin.d_in * lin.d_out + lin.d_out * lin.bias) * lin.count
+                  for lin in arch.linear_layers)  # fmt: skip
+    return linears / arch.num_layers * scale, arch.vocab_size * arch.hidden_size * scale
+
+
+def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
+    """bf16 copies of fp32 weights that autocast makes, at the step's worst moment.
+
+    Autocast casts an fp32 weight for every matmul (aten/src/ATen/autocast_mode.h
+    cached_cast). The copy of a trainable leaf (a full fine-tune's weights, PEFT's fp32
+    adapters) is cached until autocast exits, at the end of the wrapped forward (torch/amp/
+    autocast_mode.py autocast.__exit__ clears the cache); a frozen weight's copy (the fp32
+    base under LoRA) is made per use. Either is saved for backward by its matmul when the
+    input needs a gradient. Without checkpointing every copy is saved until its layer's
+    backward: all of them at the loss's backward. With checkpointing the worst of three
+    moments (measured by `memtui measure --stack trainer`): the loss's backward (the lm_head's
+    copy, saved by its matmul), one layer's backward (its copies made again by the
+    recomputation, under the recomputation's own autocast), and the forward's end, where the
+    cache holds every trainable weight's copy while the loss holds fewer logits bytes than
+    at its backward (`forward_logits_bytes`). QLoRA's 4-bit linears are dequantized instead
+    (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
     if plan.precision is Precision.fp32:
         return 0
     arch = plan.model.architecture
-    head = 2 * arch.vocab_size * arch.hidden_size / plan.tp  # lm_head runs under autocast too
+    layer, head = _matmul_parameters(plan)
     if plan.method is Method.qlora:
         upcast = plan.qlora_upcast or plan.precision is Precision.bf16_autocast
-        return round(head) if upcast else 0
-    if plan.precision is not Precision.bf16_autocast:
-        return 0
-    layer, _ = unit_parameters(plan)
-    layers = arch.num_layers if plan.checkpointing is Checkpointing.none else 1
-    return round(2 * layers * layer + head)
+        return round(2 * head) if upcast else 0
+    base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
+    adapters = 0.0 if plan.method is Method.full else parameters_of(trainable_tensors(plan))
+    if plan.checkpointing is Checkpointing.none:
+        return round(2 * (base * (arch.num_layers * layer + head) + adapters))
+    full = plan.method is Method.full
+    cached = base * (arch.num_layers * layer + head) if full else adapters
+    setup = setup or TRAINER.setup(plan)
+    s, b = plan.seq_len, plan.micro_batch
+    gap = logits_bytes(arch, setup, s, b) - forward_logits_bytes(arch, setup, s, b)
+    loss_moment = 2 * base * head
+    layer_moment = 2 * (base * layer + adapters / arch.num_layers)
+    return round(max(loss_moment, layer_moment, 2 * cached - gap))
 
 
 class TrainerStack(BookStack):
@@ -142,10 +170,16 @@ class TrainerStack(BookStack):
         fp32_stream = plan.precision is Precision.bf16_autocast or (
             plan.method is Method.qlora and plan.qlora_upcast
         )
+        arch = plan.model.architecture
         return replace(
             activation_setup(plan),
             compute_bytes=2 if autocast else 4,
             residual_bytes=4 if fp32_stream or not autocast else 2,
+            # fp32 stream, bf16 matmuls: each trained linear keeps its own bf16 cast of the
+            # fp32 norm output (autocast casts per op; memtui measure --stack trainer)
+            input_casts=frozenset(lin.role for lin in arch.linear_layers)
+            if autocast and fp32_stream and not lora
+            else frozenset(),
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
             adapter_input_bytes=2 if lora and autocast else 0,
             adapter_output_bytes=2 if autocast else 4,
@@ -155,7 +189,7 @@ class TrainerStack(BookStack):
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
         buckets = state.gradients if plan.hardware.gpus > 1 else 0
-        copies = autocast_weight_copies(plan)
+        copies = autocast_weight_copies(plan, setup)
         dequant = dequantized_weight(plan)
         step, why = optimizer_temporaries(
             plan, strategy, state, plan.precision.weight_bytes, fused=True
