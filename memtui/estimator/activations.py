@@ -494,6 +494,19 @@ def _own_input_copies(arch: Architecture, setup: Setup) -> int:
     return width * elements // max(1, arch.num_layers)
 
 
+@dataclass(frozen=True)
+class Moments:
+    """Activation bytes per GPU at the two moments that decide the step's activation peak
+    (a stack adds its own buffers to whichever is worse for it)."""
+
+    kept: int
+    """Every layer's saved tensors and the tail's: the forward's end and the loss's
+    backward, beside the logits and loss buffers."""
+    layer: int
+    """The last layer's backward (rebuilt under recomputation), the logits buffers and what
+    only the loss and lm_head needed freed."""
+
+
 @memoised  # the strategy table and the UI ask again for the same micro-batch
 def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Bytes the activations add to the step's peak per GPU for one micro-batch.
@@ -506,6 +519,21 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
     everything by t (Korthikanti Table 2).
     """
+    kept, layer = _moments(arch, setup, seq_len, micro_batch)
+    loss = logits_bytes(arch, setup, seq_len, micro_batch)
+    return -(-(kept + max(0, layer - kept - loss)) // setup.tp)
+
+
+def activation_moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> Moments:
+    """The activations at the loss's backward and at the last layer's backward
+    (`activation_bytes` is the first plus whatever the second adds beyond the logits)."""
+    kept, layer = _moments(arch, setup, seq_len, micro_batch)
+    return Moments(-(-kept // setup.tp), -(-layer // setup.tp))
+
+
+@memoised
+def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> tuple[int, int]:
+    """(kept, layer) of `Moments`, before tensor parallelism divides them."""
     s, b, layers = seq_len, micro_batch, arch.num_layers
     roles = setup.trainable_roles
     full = setup.checkpointing is Checkpointing.full
@@ -538,7 +566,6 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     # the tail, the logits buffers) or the last layer's backward (the tail and the logits
     # buffers freed by then, the layer's own worst moment instead): Korthikanti sec. 5 for
     # the rebuilt layer, the gradient buffers as measured.
-    loss = logits_bytes(arch, setup, s, b)
     layer_peak = _layer_backward_peak(arch, setup, b, s) + adapter
     if (
         full
@@ -551,8 +578,43 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
         # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
         first = _norm(arch, setup, "attention norm", arch.hidden_size)[:1]
         layer_peak -= _bytes(first, s, b, setup)
-    total = stored * kept + tail + max(0, layer_peak - kept - freed - loss)
-    return -(-total // setup.tp)
+    everything = stored * kept + tail
+    return everything, everything - freed + layer_peak - kept
+
+
+def buffers_beyond(
+    arch: Architecture,
+    setup: Setup,
+    seq_len: int,
+    micro_batch: int,
+    moments: dict[str, float],
+) -> tuple[int, str]:
+    """The most a stack's buffers add to the step's peak beyond the activations and logits
+    terms, and at which moment: `moments` gives the buffers alive at each of "loss's
+    backward", "forward's end", "lm_head's backward" and "a layer's backward" (missing ones:
+    none). The activations and logits alive at each are these module's own: every layer's
+    kept tensors with the loss's backward buffers, with the loss's forward buffers
+    (`forward_logits_bytes`), with the gradient of the logits in the compute dtype, and the
+    last layer's backward alone (`Moments`)."""
+    s, b = seq_len, micro_batch
+    m = activation_moments(arch, setup, s, b)
+    logits = logits_bytes(arch, setup, s, b)
+    base = activation_bytes(arch, setup, s, b) + logits
+    # While the loss runs inside the model's forward, the model output still holds the last
+    # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
+    # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
+    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp
+    last_hidden = held if setup.residual_bytes > setup.compute_bytes else 0
+    alive = {
+        "loss's backward": m.kept + logits,
+        "forward's end": m.kept + forward_logits_bytes(arch, setup, s, b) + last_hidden,
+        "lm_head's backward": m.kept + -(-(setup.compute_bytes * s * b * arch.vocab_size)
+                                         // setup.tp),
+        "a layer's backward": m.layer,
+    }  # fmt: skip
+    extra = {k: alive[k] + v - base for k, v in moments.items()}
+    worst = max(extra, key=lambda k: extra[k])
+    return max(0, round(extra[worst])), worst
 
 
 def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:

@@ -11,7 +11,7 @@ gathered parameters) or by phase.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,17 @@ class StepProbe:
     seq_len: int
     autocast_copies: bool = False
     """Class autocast's casts of the parameters apart (fp32 parameters under autocast)."""
+    grads_after_backward: bool = False
+    """Read the gradients after the backward rather than at the start and count them with
+    the static state only (FSDP2: the sharded gradients appear during the measured backward,
+    as each unit's reduce-scatter ends)."""
+    unsharded: frozenset[tuple[tuple[int, ...], torch.dtype]] = frozenset()
+    """Shapes and dtypes of the unsharded trainable parameters (FSDP2): a storage of one of
+    them allocated in backward is an unsharded gradient waiting for its reduce-scatter, one
+    of the stack's buffers."""
+    held: Callable[[torch.nn.Module], Iterable[torch.Tensor]] | None = None
+    """Tensors the stack holds over from earlier micro-batches (FSDP2's unsharded gradients
+    under no_sync): counted with its buffers from the start."""
     notes: list[str] = field(default_factory=list)
     tracker: LiveTracker | None = None
     static: dict[str, int] = field(default_factory=dict)
@@ -76,6 +87,7 @@ class StepProbe:
     buffers: int = 0
     batch: int = 0
     done: bool = False
+    _trainable: list[torch.Tensor] = field(default_factory=list)
 
     def _classify(self, t: torch.Tensor, phase: str) -> str:
         if phase == STEP:
@@ -87,7 +99,11 @@ class StepProbe:
         if t.dim() and t.shape[-1] == self.vocab and lead in {(b, s), (b, s - 1), (b * s,),
                                                               (b * (s - 1),)}:  # fmt: skip
             return LOGITS
-        return ACT if phase == "forward" else BWD
+        if phase == "forward":
+            return ACT
+        if (tuple(t.shape), t.dtype) in self.unsharded:
+            return GATHERED
+        return BWD
 
     def start(
         self,
@@ -98,9 +114,10 @@ class StepProbe:
     ) -> None:
         """Read the static state and start tracking, before the measured forward."""
         params = [local(p) for p in model.parameters()]
-        trainable = [local(p) for p in model.parameters() if p.requires_grad]
+        self._trainable = [p for p in model.parameters() if p.requires_grad]
+        trainable = [local(p) for p in self._trainable]
         grads = [local(p.grad) for p in model.parameters() if p.grad is not None]
-        if len(grads) != len(trainable):
+        if len(grads) != len(trainable) and not self.grads_after_backward:
             self.notes.append(
                 f"{len(trainable) - len(grads)} trainable parameters had no gradient yet"
             )
@@ -118,6 +135,8 @@ class StepProbe:
             self._classify, known, copies_of=copies, copy_class=COPIES, apart=(COPIES, GATHERED)
         )
         self.tracker.__enter__()
+        for tensor in self.held(model) if self.held else ():
+            self.tracker.adopt(tensor, GATHERED)
         for tensor in batch.values():  # the micro-batch the model reads (ids, labels)
             if isinstance(tensor, torch.Tensor):
                 self.tracker.adopt(tensor, ACT)
@@ -131,6 +150,11 @@ class StepProbe:
     def after_backward(self) -> None:
         t = self.tracker
         assert t is not None
+        if self.grads_after_backward:
+            grads = [local(p.grad) for p in self._trainable if p.grad is not None]
+            for g in grads:
+                t.drop(g)
+            self.static["gradients"] = storage_bytes(grads)
         self.fb_peak, self.fb_detail = t.peak, dict(t.peak_by_class)
         # what the peak holds beyond the activations' and logits' own peak (0 when that is
         # the peak): the buffers' share, as the estimator's transient term means it

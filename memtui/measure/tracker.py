@@ -76,6 +76,9 @@ class LiveTracker(TorchDispatchMode):
         self._known: set[int] = set()
         self._refs: list[Any] = []
         self._resize: Any = None
+        self.inside: str | None = None
+        """Set by the caller while a stack's own buffer code runs: the class of every storage
+        allocated meanwhile (FSDP2's all-gather and reduce-scatter buffers)."""
         for t in known:
             self._remember(t)
 
@@ -161,7 +164,7 @@ class LiveTracker(TorchDispatchMode):
 
     def resized_class(self) -> str:
         """The class of a storage that grows in place (override per stack)."""
-        return self.phase
+        return self.inside or self.phase
 
     def _new(self, storage: torch.UntypedStorage, key: int, cls: str) -> None:
         nbytes = storage.nbytes()
@@ -178,6 +181,13 @@ class LiveTracker(TorchDispatchMode):
             self._known.discard(key)
             self._new(storage, key, cls)
 
+    def drop(self, t: torch.Tensor) -> None:
+        """Stop counting a live storage (the caller counts it elsewhere: FSDP2's sharded
+        gradients, counted with the static state)."""
+        key = storage_key(t)
+        self._freed(key)
+        self._remember(t)
+
     def _track(self, t: torch.Tensor, copy: bool = False) -> None:
         try:
             storage = t.untyped_storage()
@@ -186,7 +196,8 @@ class LiveTracker(TorchDispatchMode):
         key = int(storage._cdata)
         if key in self.live or key in self._known:
             return
-        self._new(storage, key, self.copy_class if copy else self.classify(t, self.phase))
+        cls = self.copy_class if copy else self.inside or self.classify(t, self.phase)
+        self._new(storage, key, cls)
 
     def _copies_source(self, func: Any, args: Any) -> bool:
         """The op casts one of `copies_of` (autocast's weight cast is aten._to_copy)."""

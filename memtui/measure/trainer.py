@@ -115,7 +115,9 @@ def lora_model(model: torch.nn.Module, plan: Plan, model_type: str) -> torch.nn.
     return get_peft_model(model, config)  # type: ignore[no-any-return]
 
 
-def training_arguments(plan: Plan, output_dir: str, **extra: Any) -> Any:
+def training_arguments(
+    plan: Plan, output_dir: str, bf16: bool, accumulation: int, **extra: Any
+) -> Any:
     """Real TrainingArguments for the plan, every other field at Trainer's default."""
     from transformers import TrainingArguments
 
@@ -126,10 +128,10 @@ def training_arguments(plan: Plan, output_dir: str, **extra: Any) -> Any:
             kwargs["optim_args"] = args
     return TrainingArguments(
         output_dir=output_dir,
-        bf16=plan.precision is not Precision.fp32,
+        bf16=bf16,
         activation_checkpointing=plan.checkpointing is Checkpointing.full,
         per_device_train_batch_size=plan.micro_batch,
-        gradient_accumulation_steps=ACCUMULATION,
+        gradient_accumulation_steps=accumulation,
         max_steps=STEPS,
         report_to="none",
         save_strategy="no",
@@ -194,16 +196,24 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
 
 
 def run_trainer(
-    model: torch.nn.Module, plan: Plan, vocab: int, probe: StepProbe, **extra_args: Any
+    model: torch.nn.Module,
+    plan: Plan,
+    vocab: int,
+    probe: StepProbe,
+    *,
+    base: type | None = None,
+    bf16: bool,
+    accumulation: int = ACCUMULATION,
+    **extra_args: Any,
 ) -> Any:
-    """Train `model` with a real Trainer for STEPS optimizer steps, measuring the last
-    micro-batch and step; returns the trainer."""
+    """Train `model` with a real Trainer (or `base`, a subclass) for STEPS optimizer steps of
+    `accumulation` micro-batches, measuring the last micro-batch and step; returns it."""
     from transformers import Trainer
 
-    samples = plan.micro_batch * ACCUMULATION * STEPS
+    samples = plan.micro_batch * accumulation * STEPS
     with tempfile.TemporaryDirectory() as out:
-        args = training_arguments(plan, out, **extra_args)
-        cls = measured_trainer(Trainer, probe, measured_call=ACCUMULATION * STEPS)
+        args = training_arguments(plan, out, bf16, accumulation, **extra_args)
+        cls = measured_trainer(base or Trainer, probe, measured_call=accumulation * STEPS)
         trainer = cls(model=model, args=args, train_dataset=dataset(plan, vocab, samples))
         trainer.train()
     return trainer
@@ -214,7 +224,7 @@ def measure_trainer(config: dict[str, Any], plan: Plan) -> Measurement:
     from memtui.measure.step import native_dropout
 
     check_trainer_plan(plan)
-    with native_dropout(), torch.random.fork_rng():
+    with native_dropout(), torch.random.fork_rng(), _quiet():
         torch.manual_seed(0)
         model: Any = hf_model(config, plan, model_dtype(plan))
         if plan.method is Method.lora:
@@ -222,8 +232,7 @@ def measure_trainer(config: dict[str, Any], plan: Plan) -> Measurement:
         vocab = int(model.get_output_embeddings().weight.shape[0])
         autocast = plan.precision is not Precision.fp32
         probe = StepProbe(vocab, plan.micro_batch, plan.seq_len, autocast_copies=autocast)
-        with _quiet():
-            run_trainer(model, plan, vocab, probe)
+        run_trainer(model, plan, vocab, probe, bf16=autocast)
     return probe.measurement()
 
 

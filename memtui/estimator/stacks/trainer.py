@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from memtui.estimator.activations import Setup, forward_logits_bytes, logits_bytes
+from memtui.estimator.activations import Setup, buffers_beyond
 from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
@@ -114,13 +114,11 @@ def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
     autocast_mode.py autocast.__exit__ clears the cache); a frozen weight's copy (the fp32
     base under LoRA) is made per use. Either is saved for backward by its matmul when the
     input needs a gradient. Without checkpointing every copy is saved until its layer's
-    backward: all of them at the loss's backward. With checkpointing the worst of three
-    moments (measured by `memtui measure --stack trainer`): the loss's backward (the lm_head's
-    copy, saved by its matmul), one layer's backward (its copies made again by the
-    recomputation, under the recomputation's own autocast), and the forward's end, where the
-    cache holds every trainable weight's copy while the loss holds fewer logits bytes than
-    at its backward (`forward_logits_bytes`). QLoRA's 4-bit linears are dequantized instead
-    (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
+    backward. With checkpointing, the loss's backward holds the lm_head's copy (saved by its
+    matmul), a layer's backward that layer's copies (made again by the recomputation, under
+    its own autocast), and the forward's end every cached copy (measured by `memtui measure
+    --stack trainer`); `buffers_beyond` picks the worst. QLoRA's 4-bit linears are dequantized
+    instead (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
     if plan.precision is Precision.fp32:
         return 0
     arch = plan.model.architecture
@@ -130,16 +128,27 @@ def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
         return round(2 * head) if upcast else 0
     base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
     adapters = 0.0 if plan.method is Method.full else parameters_of(trainable_tensors(plan))
+    head_copy = 2 * base * head
     if plan.checkpointing is Checkpointing.none:
-        return round(2 * (base * (arch.num_layers * layer + head) + adapters))
-    full = plan.method is Method.full
-    cached = base * (arch.num_layers * layer + head) if full else adapters
+        every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
+        moments = {
+            "loss's backward": every,
+            "forward's end": every,
+            "lm_head's backward": every,
+            "a layer's backward": every - head_copy,
+        }
+    else:
+        full = plan.method is Method.full
+        cached = 2 * base * arch.num_layers * layer + head_copy if full else 2 * adapters
+        moments = {
+            "loss's backward": head_copy,
+            "forward's end": cached + (0 if full else head_copy),
+            "lm_head's backward": head_copy,
+            "a layer's backward": 2 * (base * layer + adapters / arch.num_layers),
+        }
     setup = setup or TRAINER.setup(plan)
-    s, b = plan.seq_len, plan.micro_batch
-    gap = logits_bytes(arch, setup, s, b) - forward_logits_bytes(arch, setup, s, b)
-    loss_moment = 2 * base * head
-    layer_moment = 2 * (base * layer + adapters / arch.num_layers)
-    return round(max(loss_moment, layer_moment, 2 * cached - gap))
+    copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
+    return copies
 
 
 class TrainerStack(BookStack):
