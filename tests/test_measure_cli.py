@@ -98,3 +98,38 @@ def test_what_cannot_run_here_is_one_line_and_exit_2(flags, says):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert says in lines[0]
+
+
+@needs_torch
+def test_stack_trainer_runs_a_real_trainer_step_as_json(tmp_path: Path):
+    config = {
+        "model_type": "llama",
+        "hidden_size": 128,
+        "intermediate_size": 344,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "vocab_size": 2048,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    flags = ["--stack", "trainer", "--seq-len", "128", "--micro-batch", "2", "--json"]
+    out = memtui("measure", "--model", str(path), *flags)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["stack"], data["mode"], data["world_size"]) == ("trainer", "real", 1)
+    assert data["plan"]["precision"] == "bf16"  # --stack trainer's first precision
+    terms = data["terms"]
+    assert terms["master_weights"]["predicted"] == terms["master_weights"]["measured"] == 0
+    for key in ("weights", "gradients", "optimizer_states"):
+        assert terms[key]["predicted"] == terms[key]["measured"] > 0
+
+
+@needs_torch
+def test_a_stack_not_measured_on_cpu_says_why_in_one_line():
+    flags = ["--model", "openai-community/gpt2", "--stack", "deepspeed", "--seq-len", "64"]
+    out = memtui("measure", *flags)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "not measured on CPU" in lines[0] and "CUDA" in lines[0]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memtui.estimator.budget import breakdown
-from memtui.estimator.choices import Method, Strategy
+from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.plan import Hardware, OverheadSettings, Plan
 from memtui.estimator.terms import TermKind
 from memtui.measure.measurement import Measurement
@@ -22,8 +22,12 @@ NOTES = {
     "optimizer_states": "measured without {counters:,} B of step counters",
     "activations": "CPU LayerNorm stats in bf16 (CUDA: fp32)",
     "peak": "storages only: no allocator rounding, no kernel workspace",
-    "backward_buffers": "autocast's bf16 weight copies, FSDP's gathered parameters",
 }
+BUFFERS = {
+    StackName.trainer: "autocast's bf16 copies of fp32 weights",
+    StackName.fsdp2: "gathered units, unsharded gradients, reduce-scatter inputs",
+}
+"""What a stack's backward buffers are, where `memtui measure` runs through the stack."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +93,10 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             "layernorm" else ""),
         Row("logits", "Logits and loss", t.terms[TermKind.logits], m.logits),
         Row("backward_buffers", "Backward buffers", t.transient.persistent +
-            t.transient.backward, m.backward_buffers, NOTES["backward_buffers"]),
+            t.transient.backward, m.backward_buffers, BUFFERS.get(plan.stack, "")),
         Row("step_temporaries", "Step temporaries", t.transient.step,
-            m.step_temporaries),
+            m.step_temporaries, "gradient clipping's norms (scalars)" if plan.stack in
+            BUFFERS else ""),
         Row("peak", "Peak", t.total, m.peak, NOTES["peak"]),
     ]  # fmt: skip
     return rows
