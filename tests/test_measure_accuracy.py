@@ -14,39 +14,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from memtui.estimator.configs import architecture_from_config
-from memtui.estimator.plan import ModelSpec, Plan
 from memtui.measure import measure
+from memtui.measure.grid import gpt2, llama, plan_for
 
 TOLERANCE = 0.05
 STATIC = ("weights", "gradients", "master_weights", "optimizer_states", "static")
 WITHIN = ("activations", "logits", "step_temporaries", "peak")
-
-
-def llama(kv: int = 4, vocab: int = 4096, tie: bool = False, model_type: str = "llama") -> dict:
-    return {
-        "model_type": model_type,
-        "hidden_size": 256,
-        "intermediate_size": 688,
-        "num_attention_heads": 8,
-        "num_key_value_heads": kv,
-        "num_hidden_layers": 2,
-        "vocab_size": vocab,
-        "tie_word_embeddings": tie,
-        "rms_norm_eps": 1e-5,
-    }
-
-
-def gpt2(vocab: int = 4096) -> dict:
-    return {
-        "model_type": "gpt2",
-        "n_embd": 256,
-        "n_layer": 2,
-        "n_head": 8,
-        "vocab_size": vocab,
-        "n_positions": 1024,
-        "activation_function": "gelu_new",
-    }
 
 
 GRID = [
@@ -76,12 +49,6 @@ GRID = [
     ("gpt2-sdpa", gpt2(), {}),
     ("gpt2-full-ckpt", gpt2(), {"checkpointing": "full"}),
 ]  # fmt: skip
-
-
-def plan_for(config: dict, fields: dict) -> Plan:
-    arch = architecture_from_config(dict(config))
-    base = {"seq_len": 256, "micro_batch": 2}
-    return Plan(model=ModelSpec.from_architecture("test", arch), **{**base, **fields})
 
 
 @pytest.mark.parametrize(("config", "fields"), [g[1:] for g in GRID], ids=[g[0] for g in GRID])

@@ -39,6 +39,23 @@ def test_missing_torch_is_one_line_with_the_install_hint_and_exit_2():
     assert "Traceback" not in out.stderr
 
 
+@pytest.fixture
+def tiny_config(tmp_path: Path) -> Path:
+    """A config.json of a 2-layer LLaMA small enough for a real CPU step in a second."""
+    config = {
+        "model_type": "llama",
+        "hidden_size": 128,
+        "intermediate_size": 344,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "vocab_size": 2048,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
 needs_torch = pytest.mark.skipif(
     any(
         __import__("importlib").util.find_spec(name) is None
@@ -62,18 +79,8 @@ def test_catalog_model_under_fake_tensor_mode_as_json():
 
 
 @needs_torch
-def test_config_json_runs_a_real_step_and_prints_the_table(tmp_path: Path):
-    config = {
-        "model_type": "llama",
-        "hidden_size": 128,
-        "intermediate_size": 344,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "num_hidden_layers": 2,
-        "vocab_size": 2048,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
+def test_config_json_runs_a_real_step_and_prints_the_table(tiny_config: Path):
+    path = tiny_config
     out = memtui("measure", "--model", str(path), "--seq-len", "128", "--micro-batch", "2")
     assert out.returncode == 0, out.stderr
     assert "real step on CPU" in out.stdout
@@ -101,18 +108,8 @@ def test_what_cannot_run_here_is_one_line_and_exit_2(flags, says):
 
 
 @needs_torch
-def test_stack_trainer_runs_a_real_trainer_step_as_json(tmp_path: Path):
-    config = {
-        "model_type": "llama",
-        "hidden_size": 128,
-        "intermediate_size": 344,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "num_hidden_layers": 2,
-        "vocab_size": 2048,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
+def test_stack_trainer_runs_a_real_trainer_step_as_json(tiny_config: Path):
+    path = tiny_config
     flags = ["--stack", "trainer", "--seq-len", "128", "--micro-batch", "2", "--json"]
     out = memtui("measure", "--model", str(path), *flags)
     assert out.returncode == 0, out.stderr

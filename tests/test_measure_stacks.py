@@ -4,7 +4,8 @@ Each configuration trains a tiny model (hidden 256, 2 layers, vocabulary 4096, r
 through code memtui did not write: a real `transformers.Trainer` with real `TrainingArguments`
 and, for LoRA, PEFT's default `LoraConfig` (r=8, autocast_adapter_dtype=True; q_proj and
 v_proj are PEFT's own default targets for llama), or Trainer + accelerate's FSDP2 over two CPU
-processes with gloo (memtui/measure/trainer.py, fsdp2.py). One micro-batch and the optimizer
+processes with gloo (memtui/measure/trainer.py, fsdp2.py; the plans are memtui/measure/grid.py's
+rows marked for CI, the others are tabulated in docs/accuracy.md). One micro-batch and the optimizer
 step after it are measured per storage and compared with `--stack trainer` / `--stack fsdp2
 --gpus 2`:
 - static terms (weights, gradients, master, optimizer state) to the byte;
@@ -30,98 +31,28 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 pytest.importorskip("accelerate")
 
-from memtui.estimator.configs import architecture_from_config
-from memtui.estimator.plan import Hardware, ModelSpec, Plan
 from memtui.measure import Result, measure
+from memtui.measure.grid import STACK_GRID
 
 STATIC = ("weights", "gradients", "master_weights", "optimizer_states", "static")
 ACTIVATIONS_MEDIAN, ACTIVATIONS_WORST = 0.03, 0.08
 LOGITS, PEAK, BUFFERS_OF_PEAK = 0.01, 0.02, 0.01
 
-
-def llama(vocab: int = 4096) -> dict:
-    return {
-        "model_type": "llama",
-        "hidden_size": 256,
-        "intermediate_size": 688,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "num_hidden_layers": 2,
-        "vocab_size": vocab,
-        "tie_word_embeddings": False,
-        "rms_norm_eps": 1e-5,
-    }
-
-
-def gpt2(dropout: bool = True) -> dict:
-    """GPT-2 with its default dropouts (0.1 on attention, residuals and embeddings) or none."""
-    config = {
-        "model_type": "gpt2",
-        "n_embd": 256,
-        "n_layer": 2,
-        "n_head": 8,
-        "vocab_size": 4096,
-        "n_positions": 1024,
-    }
-    if not dropout:
-        config.update(attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0)
-    return config
-
-
-TRAINER = {"stack": "trainer", "strategy": "ddp", "hardware": Hardware(gpus_per_node=1)}
-FSDP2 = {"stack": "fsdp2", "strategy": "fsdp", "hardware": Hardware(gpus_per_node=2)}
-LORA = {"method": "lora", "lora_rank": 8}  # PEFT's default rank
-QV = {**LORA, "lora_targets": ("q_proj", "v_proj")}  # PEFT's default targets for llama
-
-GRID = [
-    # (id, config, plan fields)
-    ("trainer-bf16", llama(), {**TRAINER, "precision": "bf16"}),
-    ("trainer-bf16-ckpt", llama(), {**TRAINER, "precision": "bf16", "checkpointing": "full"}),
-    ("trainer-autocast", llama(), {**TRAINER, "precision": "bf16-autocast"}),
-    ("trainer-autocast-ckpt", llama(), {**TRAINER, "precision": "bf16-autocast",
-                                        "checkpointing": "full"}),
-    # a small vocabulary: the forward's end (autocast's cache) sets the peak, not the loss
-    ("trainer-autocast-ckpt-v1k", llama(1024), {**TRAINER, "precision": "bf16-autocast",
-                                                "checkpointing": "full"}),
-    ("trainer-fp32", llama(), {**TRAINER, "precision": "fp32"}),
-    ("trainer-lora-all-linear", llama(), {**TRAINER, **LORA, "precision": "bf16"}),
-    ("trainer-lora-qv", llama(), {**TRAINER, **QV, "precision": "bf16"}),
-    ("trainer-lora-all-linear-ckpt", llama(), {**TRAINER, **LORA, "precision": "bf16",
-                                               "checkpointing": "full"}),
-    ("trainer-lora-qv-autocast", llama(), {**TRAINER, **QV, "precision": "bf16-autocast"}),
-    ("trainer-gpt2-dropout-eager", gpt2(), {**TRAINER, "precision": "bf16",
-                                            "attention": "eager"}),
-    ("trainer-gpt2-dropout-eager-ckpt", gpt2(), {**TRAINER, "precision": "bf16",
-                                                 "attention": "eager", "checkpointing": "full"}),
-    ("trainer-gpt2-no-dropout", gpt2(dropout=False), {**TRAINER, "precision": "bf16"}),
-    ("trainer-gpt2-no-dropout-autocast-ckpt", gpt2(dropout=False),
-     {**TRAINER, "precision": "bf16-autocast", "checkpointing": "full"}),
-    ("fsdp2-bf16-mixed", llama(), {**FSDP2}),
-    ("fsdp2-lora-all-linear", llama(), {**FSDP2, **LORA}),
-    ("fsdp2-ckpt-accumulation", llama(), {**FSDP2, "checkpointing": "full", "grad_accum": 2}),
-    ("fsdp2-gpt2-shard-grad-op", gpt2(), {**FSDP2, "strategy": "fsdp-shard-grad-op",
-                                          "attention": "eager"}),
-]  # fmt: skip
-IDS = [g[0] for g in GRID]
-
-
-def plan_for(config: dict, fields: dict) -> Plan:
-    arch = architecture_from_config(dict(config))
-    base = {"seq_len": 256, "micro_batch": 2}
-    return Plan(model=ModelSpec.from_architecture("test", arch), **{**base, **fields})
+GRID = {row.name: row for row in STACK_GRID if row.ci}
+IDS = list(GRID)
 
 
 @functools.cache
 def result(name: str) -> Result:
-    _, config, fields = GRID[IDS.index(name)]
-    return measure("test", plan_for(config, fields), config=config)
+    row = GRID[name]
+    return measure("test", row.plan, config=row.config)
 
 
 @pytest.mark.parametrize("name", IDS)
 def test_a_real_stack_step_matches_its_estimate(name):
     r = result(name)
     rows = {row.key: row for row in r.rows}
-    assert r.measurement.world_size == (2 if name.startswith("fsdp2") else 1)
+    assert r.measurement.world_size == (2 if r.plan.stack.value == "fsdp2" else 1)
     for key in STATIC:
         assert rows[key].predicted == rows[key].measured, (key, rows[key])
     assert abs(rows["activations"].error) <= ACTIVATIONS_WORST, rows["activations"]
@@ -141,12 +72,12 @@ def test_activations_over_the_grid_within_3_percent_median():
 def test_the_stacks_own_buffers_are_measured_not_assumed():
     """Autocast's weight copies and FSDP's gathered tail exist and are the estimate's: a
     harness that never saw them would pass with 0 here only if the estimate said 0 too."""
-    copies = {r.key: r for r in result("trainer-autocast").rows}["backward_buffers"]
+    copies = {r.key: r for r in result("trainer fp32+autocast").rows}["backward_buffers"]
     assert copies.measured > 0 and copies.predicted == copies.measured
-    gathered = {r.key: r for r in result("fsdp2-bf16-mixed").rows}["backward_buffers"]
+    gathered = {r.key: r for r in result("fsdp2 bf16-mixed").rows}["backward_buffers"]
     assert gathered.measured > 0 and gathered.predicted == gathered.measured
     # no_sync keeps every unsharded gradient between micro-batches (accelerate's no_sync)
-    held = {r.key: r for r in result("fsdp2-ckpt-accumulation").rows}["backward_buffers"]
+    held = {r.key: r for r in result("fsdp2 ckpt accumulation 2").rows}["backward_buffers"]
     assert held.measured > gathered.measured
 
 
@@ -160,7 +91,7 @@ def test_the_generic_books_do_not_describe_a_real_trainer():
         r = result(name)
         return {row.key: row for row in compare(r.plan.evolve(stack="generic"), r.measurement)}
 
-    bf16 = generic("trainer-bf16")
+    bf16 = generic("trainer bf16")
     assert bf16["optimizer_states"].predicted == 2 * bf16["optimizer_states"].measured
-    copies = generic("trainer-autocast")["backward_buffers"]
+    copies = generic("trainer fp32+autocast")["backward_buffers"]
     assert copies.predicted == 0 < copies.measured

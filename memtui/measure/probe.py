@@ -33,6 +33,14 @@ def local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if hasattr(t, "to_local") else t  # type: ignore[no-any-return]
 
 
+def is_logits(t: torch.Tensor, vocab: int, b: int, s: int) -> bool:
+    """Logits-sized: (b, s, V) or (b*s, V), shifted by one token or not; attention scores
+    (b, a, s, s) or (b*a, s, s) can have s == V but not these leading dimensions."""
+    lead = tuple(t.shape[:-1])
+    rows = {(b, s), (b, s - 1), (b * s,), (b * (s - 1),)}
+    return bool(t.dim()) and t.shape[-1] == vocab and lead in rows
+
+
 def optimizer_state(optimizer: Any) -> tuple[list[torch.Tensor], int]:
     """The optimizer's state tensors (local shards) and, apart, the bytes of its per-tensor
     scalars (step counters, Adafactor's RMS). Unwraps accelerate's AcceleratedOptimizer."""
@@ -92,12 +100,7 @@ class StepProbe:
     def _classify(self, t: torch.Tensor, phase: str) -> str:
         if phase == STEP:
             return STEP
-        b, s = self.micro_batch, self.seq_len
-        # Logits-sized: (b, s, V) or (b*s, V), shifted by one token or not; attention scores
-        # (b, a, s, s) or (b*a, s, s) can have s == V but not these leading dimensions.
-        lead = tuple(t.shape[:-1])
-        if t.dim() and t.shape[-1] == self.vocab and lead in {(b, s), (b, s - 1), (b * s,),
-                                                              (b * (s - 1),)}:  # fmt: skip
+        if is_logits(t, self.vocab, self.micro_batch, self.seq_len):
             return LOGITS
         if phase == "forward":
             return ACT
