@@ -273,9 +273,9 @@ def _gemma2(r: _Reader, softcaps: tuple[float, float] = (50.0, 30.0)) -> dict[st
     return arch
 
 
-# configuration_gemma3.py Gemma3TextConfig's defaults. They matter: Gemma 3's multimodal
-# config.json stores text_config as its difference from these, so google/gemma-3-4b-it's
-# text_config has no vocab_size, num_attention_heads, num_key_value_heads or head_dim.
+# configuration_gemma3.py Gemma3TextConfig's defaults. They matter: a multimodal config.json
+# can store text_config as its difference from these, leaving out the keys at their default
+# (copies of Gemma 3's config.json have no text vocab_size: the 262,208 below applies).
 GEMMA3_TEXT_DEFAULTS = {
     "vocab_size": 262_208,
     "hidden_size": 2304,
