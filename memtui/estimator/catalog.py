@@ -450,13 +450,22 @@ def _gemma3_parts(h: int) -> tuple[tuple[str, int], ...]:
     )
 
 
-def _gemma3_source(size: str, total: int) -> str:
-    return (
+def _gemma3_entry(size: str, text: int, total: int, *shape: int) -> CatalogEntry:
+    """google/gemma-3-{size}-pt: its text decoder counted (`text`), the hub total of the -it
+    twin kept with the vision tower and projector that make up the rest."""
+    h = shape[0]
+    return CatalogEntry(
+        f"google/gemma-3-{size}-pt",
+        _gemma3(*shape),
+        text,
         f"text decoder only: the HF safetensors total of google/gemma-3-{size}-it, "
         f"{total:,} ({_KVFIT}), less the SigLIP vision tower and the multimodal projector "
-        "(beyond_parameters), which Gemma3ForConditionalGeneration holds beside the text model; "
-        "with text vocab_size 262,208 (Gemma3TextConfig's default, which the hub config leaves "
-        "to it)"
+        "(beyond_parameters), which Gemma3ForConditionalGeneration holds beside the text "
+        "model; with text vocab_size 262,208 (Gemma3TextConfig's default, which the hub "
+        "config leaves to it)",
+        aliases=(f"google/gemma-3-{size}-it",),
+        published_total=total,
+        beyond_parameters=_gemma3_parts(h),
     )
 
 
@@ -603,33 +612,10 @@ _NEW_ENTRIES: tuple[CatalogEntry, ...] = (
         "twin's " + _KNOWN,
         aliases=("google/gemma-3-1b-it",),
     ),
-    CatalogEntry(
-        "google/gemma-3-4b-pt",
-        _gemma3(2560, 10240, 8, 34, 4, 256, 256),
-        3_880_263_168,
-        _gemma3_source("4b", 4_300_079_472),
-        aliases=("google/gemma-3-4b-it",),
-        published_total=4_300_079_472,
-        beyond_parameters=_gemma3_parts(2560),
-    ),
-    CatalogEntry(
-        "google/gemma-3-12b-pt",
-        _gemma3(3840, 15360, 16, 48, 8, 256, 256),
-        11_766_034_176,
-        _gemma3_source("12b", 12_187_325_040),
-        aliases=("google/gemma-3-12b-it",),
-        published_total=12_187_325_040,
-        beyond_parameters=_gemma3_parts(3840),
-    ),
-    CatalogEntry(
-        "google/gemma-3-27b-pt",
-        _gemma3(5376, 21504, 32, 62, 16, 128, 168),
-        27_009_346_304,
-        _gemma3_source("27b", 27_432_406_640),
-        aliases=("google/gemma-3-27b-it",),
-        published_total=27_432_406_640,
-        beyond_parameters=_gemma3_parts(5376),
-    ),
+    # (size, text decoder, hub total; h, f, heads, layers, kv heads, head_dim, query scalar)
+    _gemma3_entry("4b", 3_880_263_168, 4_300_079_472, 2560, 10240, 8, 34, 4, 256, 256),
+    _gemma3_entry("12b", 11_766_034_176, 12_187_325_040, 3840, 15360, 16, 48, 8, 256, 256),
+    _gemma3_entry("27b", 27_009_346_304, 27_432_406_640, 5376, 21504, 32, 62, 16, 128, 168),
     # Phi-4 (Abdin et al. 2024) and Phi-4-mini: the phi3 architecture; mini ties embeddings.
     CatalogEntry(
         "microsoft/phi-4",

@@ -196,24 +196,34 @@ def _names(**overrides: str) -> dict[str, str]:
 # Each returns the keyword arguments of Architecture. Comments cite the transformers module.
 
 
-def _llama_like(
-    r: _Reader, *, tie: bool, qkv_bias: bool | None = None, o_bias: bool | None = None
-) -> dict[str, Any]:
-    """Llama, Mistral, Qwen2, Gemma, Gemma 2, Phi-3, Mixtral, Qwen2-MoE: RMSNorm, rotary,
-    q/k/v/o (modeling_llama.py LlamaAttention), gate/up/down (LlamaMLP)."""
+def _sizes(r: _Reader, *, tie: bool, head_dim_key: str | None = "head_dim") -> dict[str, Any]:
+    """The size keys the Llama-derived configs share: hidden_size, num_hidden_layers,
+    num_attention_heads, num_key_value_heads (absent: as many as the heads), head_dim (where
+    the attention reads one, else h / a), intermediate_size, vocab_size, tie_word_embeddings
+    (default `tie`, the configuration class's)."""
     hidden = r.integer("hidden_size")
     heads, kv = r.heads(("num_attention_heads",), ("num_key_value_heads",))
-    # LlamaAttention: bias=config.attention_bias on q, k, v and o alike (default False).
-    attention_bias = r.flag("attention_bias", default=False)
     return dict(
         hidden_size=hidden,
         num_layers=r.integer("num_hidden_layers"),
         num_heads=heads,
         num_kv_heads=kv,
-        head_dim=r.head_dim(hidden, heads),
+        head_dim=r.head_dim(hidden, heads, key=head_dim_key),
         intermediate_size=r.integer("intermediate_size"),
         vocab_size=r.integer("vocab_size"),
         tie_embeddings=r.flag("tie_word_embeddings", default=tie),
+    )
+
+
+def _llama_like(
+    r: _Reader, *, tie: bool, qkv_bias: bool | None = None, o_bias: bool | None = None
+) -> dict[str, Any]:
+    """Llama, Mistral, Qwen2, Gemma, Gemma 2, Phi-3, Mixtral, Qwen2-MoE: RMSNorm, rotary,
+    q/k/v/o (modeling_llama.py LlamaAttention), gate/up/down (LlamaMLP)."""
+    # LlamaAttention: bias=config.attention_bias on q, k, v and o alike (default False).
+    attention_bias = r.flag("attention_bias", default=False)
+    return dict(
+        _sizes(r, tie=tie),
         mlp_kind="gated",
         attention_bias=attention_bias if qkv_bias is None else qkv_bias,
         attention_out_bias=attention_bias if o_bias is None else o_bias,
@@ -480,19 +490,10 @@ def _phi(r: _Reader) -> dict[str, Any]:
     # 0.5 (rotary on part of each head: no parameters, the same saved tensors).
     if r.flag("qk_layernorm", default=False):
         raise r.error("qk_layernorm", "is true: Phi's q/k LayerNorms are not supported")
-    hidden = r.integer("hidden_size")
-    heads, kv = r.heads(("num_attention_heads",), ("num_key_value_heads",))
     resid = r.probability("resid_pdrop")  # PhiDecoderLayer.resid_dropout, attention and MLP
     return dict(
-        hidden_size=hidden,
-        num_layers=r.integer("num_hidden_layers"),
-        num_heads=heads,
-        num_kv_heads=kv,
         # PhiAttention: getattr(config, "head_dim", hidden_size // num_attention_heads)
-        head_dim=r.head_dim(hidden, heads),
-        intermediate_size=r.integer("intermediate_size"),
-        vocab_size=r.integer("vocab_size"),
-        tie_embeddings=r.flag("tie_word_embeddings", default=False),
+        _sizes(r, tie=False),
         mlp_kind="plain",
         attention_bias=True,
         attention_out_bias=True,
@@ -519,19 +520,10 @@ def _stablelm(r: _Reader) -> dict[str, Any]:
     # lm_head without bias, tie default False; partial_rotary_factor 0.25 (no parameters).
     if r.flag("qk_layernorm", default=False):
         raise r.error("qk_layernorm", "is true: StableLM's per-head LayerNorms are not supported")
-    hidden = r.integer("hidden_size")
-    heads, kv = r.heads(("num_attention_heads",), ("num_key_value_heads",))
     qkv_bias = r.flag("use_qkv_bias", default=False)
     parallel = r.flag("use_parallel_residual", default=False)
     return dict(
-        hidden_size=hidden,
-        num_layers=r.integer("num_hidden_layers"),
-        num_heads=heads,
-        num_kv_heads=kv,
-        head_dim=r.head_dim(hidden, heads, key=None),
-        intermediate_size=r.integer("intermediate_size"),
-        vocab_size=r.integer("vocab_size"),
-        tie_embeddings=r.flag("tie_word_embeddings", default=False),
+        _sizes(r, tie=False, head_dim_key=None),  # StableLmAttention reads no head_dim
         mlp_kind="gated",
         attention_bias=qkv_bias,
         attention_out_bias=False,
