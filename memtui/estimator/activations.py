@@ -199,9 +199,12 @@ def _flash_core(arch: Architecture) -> list[Saved]:
         Saved("attention output (= o_proj input)", per_token=out),
         Saved("attention log-sum-exp", per_token=a, dtype=FP32),
     ]
-    if arch.rotary_cat:
-        # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the output, and the
-        # transpose to (b, s, a d) before o_proj is a copy, kept for o_proj's weight
+    if arch.rotary_cat and arch.v_dim == arch.dim_head:
+        # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
+        # output, and the transpose to (b, s, a d) before o_proj is a copy, kept for o_proj's
+        # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
+        # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
+        # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
         saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o")))
     return saved
 
