@@ -33,7 +33,7 @@ s the sequence; multiply by s b):
 - Full checkpointing: 2h per layer (its input); selective: the layer without its attention
   core. Backward then rebuilds one layer (or core) at a time, and its gradient buffers
   (`_attention_backward`, `_mlp_backward`) add to the peak only beyond the loss's buffers.
-- Logits and loss: 12 bytes per logit, b s V (`LOSS_FP32_BUFFERS_AT_PEAK`).
+- Logits and loss: 12 bytes per logit, b s V, with the fp32 upcast (`LOSS_BUFFERS_AT_PEAK`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,6 @@ class Setup:
     """Matmul inputs and outputs, attention tensors, MLP intermediates (ACT)."""
     residual_bytes: int = 2
     """The residual stream, the norms' inputs and outputs, checkpointed layer inputs (RES)."""
-    norm_upcast: bool = True
-    """RMSNorm computes in fp32 from an fp32 copy of its input (transformers' LlamaRMSNorm);
-    False: in the input dtype (lit-gpt's RMSNorm of 2023)."""
     trainable_roles: frozenset[str] | None = None
     """Linear roles whose weights (or adapters) train; None: every weight (full fine-tune)."""
     lora_rank: int = 0
@@ -72,6 +69,9 @@ class Setup:
     """Bytes per element of lora_A's output, which lora_B keeps."""
     adapter_dropout: bool = False
     """LoRA dropout p > 0: each adapted linear keeps a 1-byte mask and the dropped input."""
+    one_adapter_per_input: bool = False
+    """The adapters of projections that read the same input share one lora_A, one dropout
+    and one kept input (lit-gpt's LoRAQKVLinear over the fused qkv projection)."""
     offload_layer_inputs: bool = False
     """Activation offloading: checkpointed layer inputs go to pinned CPU memory, a couple of
     layers' worth stays on the GPU (torchtune OffloadActivations, save_on_cpu)."""
@@ -83,6 +83,14 @@ class Setup:
     kept_logits_bytes: int = 0
     """Bytes per logit of output logits the training loop still holds during backward
     (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
+    loss_bytes: int = 4
+    """Bytes per logit of the log-probs the loss keeps and of its gradient buffers: 4 when it
+    upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
+    2 when cross_entropy runs on the bf16 logits (torchtune's CrossEntropyLoss recipes of
+    2024, lit-gpt)."""
+    fused_qkv: bool | None = None
+    """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
+    architecture says."""
     tp: int = 1
 
 
@@ -118,28 +126,25 @@ def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
     # x * rsqrt keeps both, and weight * y keeps y (cast back to the input dtype) for the
     # weight's gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    # Without the upcast (lit-gpt 2023: x * rsqrt(mean(x * x))) x and 1/rms stay in the
-    # input dtype.
     normalized = FP32 if arch.norm_output_fp32 else RES
     return [
-        Saved(
-            f"{what} input{' upcast to fp32' if setup.norm_upcast else ''}",
-            per_token=count * width,
-            dtype=FP32 if setup.norm_upcast else RES,
-        ),
-        Saved(f"{what} 1/rms", per_token=count, dtype=FP32 if setup.norm_upcast else RES),
+        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
+        Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
         Saved(
             f"{what} normalized", per_token=count * width, dtype=normalized, for_weights=_w("norm")
         ),
     ]
 
 
-def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Saved], list[Saved]]:
+def _attention_core(
+    arch: Architecture, attention: Attention, fused_qkv: bool | None = None
+) -> tuple[list[Saved], list[Saved]]:
     """Tensors the attention function keeps, from q, k, v (after rotary) to its output, in
-    forward order: (up to the softmax, what the ops after the softmax keep)."""
+    forward order: (up to the softmax, what the ops after the softmax keep). `fused_qkv`
+    overrides the architecture's for a stack whose model code fuses the projection."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
     if attention is Attention.flash:
-        return _flash_core(arch), []
+        return _flash_core(arch, arch.fused_qkv if fused_qkv is None else fused_qkv), []
     # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
     # reshape to 3-D copies them), softmax keeps its output, the cast to the activation dtype
     # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. Without rotary (GPT-2,
@@ -171,7 +176,7 @@ def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Save
     return before, after
 
 
-def _flash_core(arch: Architecture) -> list[Saved]:
+def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
     v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
     and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output takes q's
@@ -186,9 +191,9 @@ def _flash_core(arch: Architecture) -> list[Saved]:
             Saved("query, key (new tensors)", per_token=qw + kvw),
             Saved("kv_b_proj output (kept by the value view)", per_token=arch.kv_b_width),
         ]
-    elif arch.fused_qkv and arch.rotary:
-        # A fused qkv_proj (Phi-3, GPT-NeoX): rotary makes new q and k, but v stays a view of
-        # the projection output, so the whole output stays alive with it.
+    elif fused_qkv and arch.rotary:
+        # A fused qkv_proj (Phi-3, GPT-NeoX, lit-gpt's attn): rotary makes new q and k, but v
+        # stays a view of the projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
@@ -317,17 +322,18 @@ def _attention_parts(
         # The attention core runs under torch.utils.checkpoint: only its inputs (q, k, v at
         # their projection widths) and its output (o_proj's input) stay. A v that is a view
         # keeps its whole base: a fused projection's output after rotary made q and k anew
-        # (Phi-3, GPT-NeoX), DeepSeek-V2's kv_b_proj output.
+        # (Phi-3, GPT-NeoX, lit-gpt's attn), DeepSeek-V2's kv_b_proj output.
+        fused = arch.fused_qkv if setup.fused_qkv is None else setup.fused_qkv
         if arch.latent_attention:
             v = arch.kv_b_width
-        elif arch.fused_qkv and arch.rotary:
+        elif fused and arch.rotary:
             v = qw + 2 * kvw
         else:
             v = arch.v_width
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + kvw + v))
         after.append(Saved("attention output (o_proj input)", per_token=out, for_weights=_w("o")))
     else:
-        before, behind = _attention_core(arch, setup.attention)
+        before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
         upto += before + behind
         if setup.attention is Attention.eager:
             after.append(
@@ -427,7 +433,7 @@ def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> in
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
     upto, after = _layer_parts(arch, setup, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    before, behind = _attention_core(arch, setup.attention)
+    before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
     rebuilt_core = size(before + behind) if checkpointing is Checkpointing.selective else 0
     # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
     mlp = kept + rebuilt + size(_mlp_backward(arch))
@@ -500,7 +506,8 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
                 # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
                 # its dropout (and the dropout's 1-byte mask)
                 per_module = setup.adapter_input_bytes or width
-                total += len(adapted) * elements * (per_module + int(setup.adapter_dropout))
+                modules = 1 if setup.one_adapter_per_input else len(adapted)
+                total += modules * elements * (per_module + int(setup.adapter_dropout))
                 continue
         total += elements * width
     return total
@@ -569,20 +576,19 @@ def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch:
     return -(-(arch.num_layers * kept) // setup.tp)
 
 
-# The loss's buffers, in fp32 elements per logit, at their peak (the start of backward):
-# transformers' ForCausalLMLoss upcasts the logits (logits.float()), cross_entropy's
-# log_softmax keeps its fp32 output for backward; in backward nll_loss writes its gradient
-# into a new fp32 b s V tensor and log_softmax's backward a third one. The forward holds less:
-# bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
-# logits themselves, 8).
-LOSS_FP32_BUFFERS_AT_PEAK = 3
-# A chunked cross-entropy keeps every chunk's fp32 log-probs until backward (log_softmax saves
-# its output: 4 bytes per logit), and works one chunk at a time otherwise: in backward a
-# chunk's fp32 gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2
-# bytes per logit of the chunk (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss,
-# lit-gpt chunked_cross_entropy).
-CHUNKED_SAVED = 4
-CHUNKED_PER_CHUNK = 4 + 4 + 2
+# The loss's buffers per logit at their peak (the start of backward): cross_entropy's
+# log_softmax keeps its output for backward; in backward nll_loss writes its gradient into a
+# new b s V tensor and log_softmax's backward a third one, all in the loss's dtype. With
+# transformers' ForCausalLMLoss, which upcasts the logits (logits.float()), that is 3 fp32
+# buffers, 12 bytes per logit (measured). The forward holds less: bf16 logits + the fp32
+# upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the logits themselves, 8).
+LOSS_BUFFERS_AT_PEAK = 3
+# A chunked cross-entropy keeps every chunk's log-probs until backward (log_softmax saves its
+# output: `Setup.loss_bytes` per logit), and works one chunk at a time otherwise: in backward
+# a chunk's gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2 bytes
+# per logit of the chunk upcast to fp32 (torchtune CEWithChunkedOutputLoss /
+# LinearCrossEntropyLoss), 2 + 2 + 2 in bf16 (lit-gpt chunked_cross_entropy).
+CHUNKED_GRADIENT_BUFFERS = 2
 # A fused linear cross-entropy never holds the logits of more than one chunk of tokens: Liger's
 # FusedLinearCrossEntropy sizes its chunks so a chunk's logits are about the hidden states'
 # size (chunk = b s h / V tokens), and keeps their fp32 and bf16 gradients for the chunk:
@@ -592,16 +598,17 @@ FUSED_PER_HIDDEN = 4 + 4 + 2
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Peak bytes of the logits and the causal-LM loss for the setup's loss (see the
-    constants above; full: 3 x 4 bytes per logit, b s V, measured)."""
+    constants above; full, upcast to fp32: 3 x 4 bytes per logit, b s V, measured)."""
     tokens = seq_len * micro_batch
     logits = tokens * arch.vocab_size
     if setup.loss is LossKind.fused:
         total = FUSED_PER_HIDDEN * tokens * arch.hidden_size
     elif setup.loss is LossKind.chunked:
         per_chunk = -(-logits // max(1, setup.loss_chunks))
-        total = CHUNKED_SAVED * logits + CHUNKED_PER_CHUNK * per_chunk
+        chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
+        total = setup.loss_bytes * logits + chunk_buffers * per_chunk
     else:
-        total = 4 * LOSS_FP32_BUFFERS_AT_PEAK * logits
+        total = setup.loss_bytes * LOSS_BUFFERS_AT_PEAK * logits
     total += setup.kept_logits_bytes * logits
     if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
         total += setup.compute_bytes * logits

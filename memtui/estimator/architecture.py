@@ -39,6 +39,8 @@ LLAMA_NAMES: dict[str, str] = {
     "shared_gate": "shared_expert_gate",
     "embed_in": "project_in",
     "embed_out": "project_out",
+    "embed": "embed_tokens",
+    "lm_head": "lm_head",
 }
 ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
 # f-wide tensors an activation saves for backward beyond its output, counted op by op from
@@ -459,12 +461,26 @@ class Architecture(BaseModel):
         dense_mlp = sum(t.numel * t.count for t in self.tensors if t.group == "mlp")
         return (in_layers - dense_mlp) // self.moe_layer_count
 
+    @cached_property
+    def vocabulary_modules(self) -> tuple[LinearLayer, ...]:
+        """The input embedding and the output layer as LoRA sees them: an adapter on the
+        embedding is A (r x V) and B (d x r), on lm_head A (r x d) and B (V x r)
+        (peft.tuners.lora.layer Embedding, Linear)."""
+        width = self.embed_proj_dim or self.hidden_size
+        return (
+            self._linear("embed", self.vocab_size, width, False, 1, "embedding"),
+            # Phi-1.5/2's lm_head has a bias: modules_to_save trains it with the weight
+            self._linear("lm_head", width, self.vocab_size, self.lm_head_bias, 1, "head"),
+        )
+
     def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
         """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
         'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
-        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections.
-        Raises ValueError naming the modules that exist when a target matches none."""
+        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections;
+        the embedding and lm_head only when named. Raises ValueError naming the modules that
+        exist when a target matches none."""
         layers = [lin for lin in self.linear_layers if lin.group != "head"]
+        named = [*layers, *self.vocabulary_modules]
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
@@ -472,15 +488,27 @@ class Architecture(BaseModel):
             elif target == "attention":
                 matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
             else:
-                matched = [lin for lin in layers if lin.name == target]
+                matched = [lin for lin in named if lin.name == target]
                 if not matched:
-                    names = sorted({lin.name for lin in layers})
+                    names = sorted({lin.name for lin in named})
                     raise ValueError(
                         f"LoRA target {target!r} matches no module of this model; "
                         f"use attention, all-linear or some of: {', '.join(names)}"
                     )
             chosen += [lin for lin in matched if lin not in chosen]
         return tuple(chosen)
+
+    def saved_modules(self, names: tuple[str, ...]) -> tuple[LinearLayer, ...]:
+        """The modules PEFT trains in full for `modules_to_save` (the embedding and lm_head
+        by their names in this family); ValueError for any other name."""
+        found = {lin.name: lin for lin in self.vocabulary_modules}
+        unknown = [n for n in names if n not in found]
+        if unknown:
+            raise ValueError(
+                f"modules_to_save {unknown[0]!r} is not a module memtui can size here; "
+                f"use {' or '.join(found)}"
+            )
+        return tuple(found[n] for n in dict.fromkeys(names))
 
     @cached_property
     def _value(self) -> tuple[object, ...]:

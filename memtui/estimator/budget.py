@@ -12,8 +12,16 @@ from memtui.estimator.communication import communication
 from memtui.estimator.levers import levers
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
-from memtui.estimator.report import Budget, Parameters, Report, StrategyRow, Term
+from memtui.estimator.report import (
+    Budget,
+    Parameters,
+    Report,
+    RuntimeLine,
+    StrategyRow,
+    Term,
+)
 from memtui.estimator.stacks import Breakdown, stack_for
+from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.terms import TermKind
 
 MAX_MICRO_BATCH = 65536
@@ -62,12 +70,14 @@ def _budget(plan: Plan, t: Breakdown) -> Budget:
     return Budget(
         terms=tuple(Term(key=kind, bytes=t.terms[kind], source=sources[kind]) for kind in TermKind),
         static=t.state.total,
+        allocated=t.runtime.allocated,
+        reserved=t.runtime.reserved,
         total=total,
         capacity=capacity,
         headroom=capacity - total,
         fits=total <= capacity,
         fits_static=t.state.total <= capacity,
-        cpu_ram=t.state.cpu_bytes,
+        cpu_ram=t.cpu_bytes,
     )
 
 
@@ -81,8 +91,22 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             "(Kaplan et al. 2020: P ~ 12 L h^2, h/L ~ 128)"
         )
     if optimizer_spec(plan.optimizer).paged:
-        out.append("paged optimizer state can spill to CPU RAM under pressure; counted on GPU")
+        out.append(
+            "paged optimizer state is CUDA managed memory: nvidia-smi counts it while it is on "
+            "the GPU (counted here), torch's allocated and reserved figures never do, and it "
+            "spills to CPU RAM under pressure"
+        )
     return tuple(out)
+
+
+def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
+    """Why `plan` cannot run with `strategy` (None when it can)."""
+    stack = stack_for(plan)
+    if strategy not in stack.strategies:
+        return stack.why_not(strategy)
+    if plan.offload.value == "params" and not strategy_spec(strategy).shards_weights:
+        return "parameter offload needs sharded parameters"
+    return None
 
 
 def estimate(plan: Plan) -> Report:
@@ -90,6 +114,21 @@ def estimate(plan: Plan) -> Report:
     t = breakdown(plan)
     rows = []
     for strategy in Strategy:
+        why = not_applicable(plan, strategy) if strategy is not plan.strategy else None
+        if why is not None:
+            rows.append(
+                StrategyRow(
+                    strategy=strategy,
+                    applicable=False,
+                    note=why,
+                    per_gpu_static=0,
+                    per_gpu_total=0,
+                    fits=False,
+                    fits_static=False,
+                    max_micro_batch=0,
+                )
+            )
+            continue
         st = t if strategy is plan.strategy else breakdown(plan, strategy)
         rows.append(
             StrategyRow(
@@ -111,8 +150,13 @@ def estimate(plan: Plan) -> Report:
         bytes_per_param=t.state.bytes_per_param,
         budget=_budget(plan, t),
         strategies=tuple(rows),
-        levers=levers(plan, t.total, per_gpu_total),
+        levers=levers(plan, t.total, per_gpu_total, t.state.trainable),
         communication=communication(plan, t.state),
+        runtime=tuple(
+            RuntimeLine(name=p.name, bytes=p.bytes, where=p.where, source=p.source)
+            for p in t.runtime.parts
+        ),
+        stack=stack_for(plan).label,
         max_micro_batch=own,
         assumptions=_assumptions(plan),
     )

@@ -54,6 +54,18 @@ class Precision(Choice):
         return 4 if self in (Precision.fp32, Precision.bf16_autocast) else 2
 
 
+class StackName(Choice):
+    """The software that runs the plan; each keeps its own books (memtui/estimator/stacks/)."""
+
+    generic = "generic"  # memtui's own model of a step (the design's formulas)
+    trainer = "trainer"  # Transformers' Trainer + accelerate (DDP), PEFT's defaults
+    deepspeed = "deepspeed"  # DeepSpeed ZeRO 1/2/3 through Transformers, "auto" resolved
+    fsdp2 = "fsdp2"  # PyTorch fully_shard through accelerate / Trainer
+    fsdp1 = "fsdp1"  # FullyShardedDataParallel through accelerate
+    torchtune = "torchtune"  # torchtune's recipes: pure bf16, its own LoRA and losses
+    litgpt = "litgpt"  # Lightning's LitGPT (lit-gpt): Fabric, its own model code
+
+
 class LossKind(Choice):
     full = "full"  # logits materialised whole, then cross-entropy (transformers' ForCausalLMLoss)
     chunked = "chunked"  # cross-entropy over chunks of the logits (torchtune, lit-gpt)
@@ -74,6 +86,7 @@ class Optimizer(Choice):
     adamw = "adamw"
     adamw8bit = "adamw8bit"
     paged_adamw8bit = "paged-adamw8bit"
+    paged_adamw = "paged-adamw"  # bitsandbytes PagedAdamW: 32-bit state in managed memory
     sgd = "sgd"
     sgd_momentum = "sgd-momentum"
     adafactor = "adafactor"

@@ -572,7 +572,7 @@ def _gpt2(r: _Reader) -> dict[str, Any]:
         residual_dropout=r.probability("resid_pdrop", default=0.1),
         embedding_dropout=r.probability("embd_pdrop", default=0.1),
         eager_softmax_fp32=False,
-        names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj"),
+        names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj", embed="wte"),
     )
 
 
@@ -612,7 +612,12 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
         residual_dropout=hidden_dropout,
         embedding_dropout=hidden_dropout,
         names=_names(
-            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+            qkv="query_key_value",
+            o="dense",
+            fc_in="dense_h_to_4h",
+            fc_out="dense_4h_to_h",
+            embed="embed_in",
+            lm_head="embed_out",
         ),
     )
 
@@ -709,7 +714,11 @@ def _falcon(r: _Reader) -> dict[str, Any]:
         residual_dropout=hidden_dropout,
         eager_softmax_fp32=False,
         names=_names(
-            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+            qkv="query_key_value",
+            o="dense",
+            fc_in="dense_h_to_4h",
+            fc_out="dense_4h_to_h",
+            embed="word_embeddings",
         ),
     )
 

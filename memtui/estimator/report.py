@@ -36,7 +36,12 @@ class Budget(Frozen):
     static: int
     """Weights + gradients + master weights + optimizer states, bytes per GPU."""
     total: int
-    """Every term, bytes per GPU: the predicted peak."""
+    """Every term, bytes per GPU: the predicted peak as nvidia-smi shows it (reserved + the
+    CUDA context, NCCL and managed memory); the verdict compares it with the card."""
+    allocated: int
+    """The tensors' peak, what torch.cuda.max_memory_allocated would report."""
+    reserved: int
+    """allocated + the caching allocator's reserve: torch.cuda.max_memory_reserved."""
     capacity: int
     """Bytes per GPU the card has (NVML's total)."""
     headroom: int
@@ -57,6 +62,10 @@ class Budget(Frozen):
 class StrategyEntry(Frozen):
     """One strategy's figures, all else in the plan unchanged."""
 
+    applicable: bool = True
+    """False when the plan's stack or settings cannot run this strategy (its figures are 0)."""
+    note: str = ""
+    """Why it is not applicable."""
     per_gpu_static: int
     per_gpu_total: int
     fits: bool
@@ -91,6 +100,17 @@ class Communication(Frozen):
     detail: str
 
 
+class RuntimeLine(Frozen):
+    """One part of the runtime overhead: where it lives decides which total counts it."""
+
+    name: str
+    bytes: int
+    where: str
+    """allocated (a tensor of the allocator), reserved (the allocator's cache) or outside
+    (the CUDA context, NCCL, managed memory)."""
+    source: str
+
+
 class Parameters(Frozen):
     total: int
     trainable: int
@@ -106,6 +126,10 @@ class Report(Frozen):
     strategies: tuple[StrategyRow, ...]
     levers: tuple[Lever, ...]
     communication: Communication
+    runtime: tuple[RuntimeLine, ...]
+    """The runtime overhead term, part by part."""
+    stack: str
+    """The stack that runs the plan (its label)."""
     max_micro_batch: int
     """Largest micro-batch that fits with the plan's strategy."""
     assumptions: tuple[str, ...]
@@ -120,7 +144,7 @@ class EstimateDocument(Frozen):
     parameters: Parameters
     bytes_per_param: float
     per_gpu: dict[str, int]
-    """Every term by its key, plus `static` and `total`."""
+    """Every term by its key, plus `static`, `allocated`, `reserved` and `total`."""
     sources: dict[str, str]
     """Where each term's number comes from."""
     capacity: int
@@ -128,6 +152,8 @@ class EstimateDocument(Frozen):
     fits: bool
     fits_static: bool
     cpu_ram_per_gpu: int
+    stack: str
+    runtime: tuple[RuntimeLine, ...]
     strategies: dict[str, StrategyEntry]
     communication: Communication
     levers: tuple[Lever, ...]
@@ -140,17 +166,25 @@ class EstimateDocument(Frozen):
     def of(cls, plan: Plan, report: Report) -> EstimateDocument:
         budget = report.budget
         per_gpu = {t.key.value: t.bytes for t in budget.terms}
+        totals = {
+            "static": budget.static,
+            "allocated": budget.allocated,
+            "reserved": budget.reserved,
+            "total": budget.total,
+        }
         return cls(
             model=plan.model.name,
             parameters=report.parameters,
             bytes_per_param=report.bytes_per_param,
-            per_gpu={**per_gpu, "static": budget.static, "total": budget.total},
+            per_gpu={**per_gpu, **totals},
             sources={t.key.value: t.source for t in budget.terms},
             capacity=budget.capacity,
             headroom=budget.headroom,
             fits=budget.fits,
             fits_static=budget.fits_static,
             cpu_ram_per_gpu=budget.cpu_ram,
+            stack=report.stack,
+            runtime=report.runtime,
             strategies={row.strategy.value: row for row in report.strategies},
             communication=report.communication,
             levers=report.levers,
