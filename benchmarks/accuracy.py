@@ -78,6 +78,16 @@ GRID: list[tuple[str, dict[str, Any]]] = [
     ("microsoft/Phi-3-mini-4k-instruct", {"seq_len": 2048, "micro_batch": 1}),
     ("facebook/opt-1.3b", {"seq_len": 2048, "micro_batch": 1}),
     ("EleutherAI/pythia-1b", {"seq_len": 2048, "micro_batch": 1}),
+    # issue 9's families
+    ("microsoft/phi-2", {"seq_len": 2048, "micro_batch": 1}),
+    ("stabilityai/stablelm-3b-4e1t", {"seq_len": 2048, "micro_batch": 1}),
+    ("allenai/OLMo-2-1124-7B", {"seq_len": 2048, "micro_batch": 1}),
+    ("google/gemma-3-1b-pt", {"seq_len": 512, "micro_batch": 4}),
+    ("HuggingFaceTB/SmolLM2-1.7B", {"seq_len": 2048, "micro_batch": 2}),
+    ("Qwen/Qwen3-30B-A3B", {"seq_len": 1024, "micro_batch": 1}),
+    ("deepseek-ai/DeepSeek-V2-Lite", {"seq_len": 1024, "micro_batch": 1, "attention": "eager"}),
+    ("mistralai/Mistral-Nemo-Base-2407", {"seq_len": 2048, "micro_batch": 1,
+                                          "checkpointing": "full"}),
 ]  # fmt: skip
 QUICK = [0, 3, 5, 11, 14]
 
@@ -269,12 +279,15 @@ What the measurement cannot see, and the estimator does not model (it would diff
   (GPT-2 rows: 4 bytes per token per norm, under 0.1 percent).
 
 Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formulas follow):
-- GPT-NeoX / Pythia and Phi-3 (flash rows): on CPU o_proj's input is a copy of the attention
-  output (qw per token per layer). CPU's flash kernel lays its output out like the query, and
-  after a partial-rotary `cat` the query is (b, a, s, d)-contiguous, so transformers'
-  transpose + contiguous copies it; CUDA's flash kernels return a (b, s, a, d) layout that
-  needs no copy, so the estimator counts none. GPT-NeoX with eager attention is not modelled
-  (its eager path differs from LLaMA's and GPT-2's).
+- GPT-NeoX with eager attention is not modelled (its eager path differs from LLaMA's and
+  GPT-2's).
+- Gemma 3 with sequences longer than its sliding window: transformers hands SDPA
+  materialised (b, 1, s, s) masks (two, shared by every layer), not counted yet.
+- DeepSeek-V2-Lite runs eager here: CPU's SDPA has no flash kernel for its unequal q/k and v
+  head widths (192, 128) and falls back to the math kernel; the estimator's flash rows model
+  CUDA's memory-efficient kernel for it. Its router weight is fp32 (weights, gradients:
+  -0.02 percent), which the state does not count yet. Its dense first layer is counted as an
+  MoE layer.
 - Eager attention with full checkpointing keeps the causal mask(s) of shape (b, 1, s, s) as
   layer inputs; a second (sliding-window) mask of Gemma 2 is not modelled.
 - Falcon is not in the table: on CPU its SDPA call gets a mask and falls back to the math
@@ -283,6 +296,10 @@ Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formu
 Modelled from the measurement (memtui/estimator/activations.py):
 - LLaMA-style layers keep the RMSNorm input upcast to fp32 (4h bytes per token per norm) and
   the normalized tensor (2h) besides the norm's output; SDPA's output is o_proj's input.
+- A query made by `torch.cat` (partial rotary: Phi, Phi-3, StableLM, GPT-NeoX) is
+  (b, a, s, d)-contiguous, and the flash kernel's output takes the query's layout (CPU's
+  kernel, and FlashAttention-2's mha_fwd, which allocates it with empty_like(q)), so
+  transformers' transpose + contiguous before o_proj copies it: qw more per token per layer.
 - The loss holds three fp32 b s V buffers at its peak (12 bytes per logit).
 - The activation peak is either the loss's backward or one layer's backward (eager score
   gradients, the layer rebuilt under checkpointing, the weight gradient being accumulated),

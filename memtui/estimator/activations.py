@@ -39,7 +39,7 @@ s the sequence; multiply by s b):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.choices import Attention, Checkpointing, LossKind
@@ -162,11 +162,13 @@ def _attention_core(
     # output (measured). GPT-2 and Falcon softmax in the activation dtype, the others in fp32.
     # Dropout p > 0 keeps a 1-byte mask and its output (Korthikanti: 2as^2b + as^2b + 2as^2b).
     if arch.rotary:
+        # (DeepSeek-V2: q and k are a (nope + rope) wide per head, v a v_head_dim; the value
+        # is a strided view of kv_b_proj's output, which the 3-D reshape copies too.)
         before = [
             Saved("query", per_token=qw),
             Saved("key, repeated to every query head", per_token=qw),
         ]
-        after = [Saved("value, repeated to every query head", per_token=qw)]
+        after = [Saved("value, repeated to every query head", per_token=arch.attention_out_width)]
     else:
         before = [Saved("q, k, v (projection output, kept by their views)", per_token=qw + 2 * kvw)]
         after = []
@@ -187,22 +189,39 @@ def _attention_core(
 def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
     v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
-    and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid out
-    (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it."""
-    a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    if fused_qkv and arch.rotary:
+    and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output takes q's
+    layout: (b, s, a, d) after Llama's elementwise rotary, so the transpose before o_proj
+    needs no copy and o_proj's input is the output itself; not so after a torch.cat
+    (`Architecture.rotary_cat`)."""
+    a, qw, kvw, out = arch.num_heads, arch.q_width, arch.kv_width, arch.attention_out_width
+    if arch.latent_attention:
+        # DeepSeek-V2: q (a torch.cat) and k (expand_kv's new_empty) are new tensors; v is a
+        # view of kv_b_proj's output (each head's key part and value), which stays whole.
+        qkv = [
+            Saved("query, key (new tensors)", per_token=qw + kvw),
+            Saved("kv_b_proj output (kept by the value view)", per_token=arch.kv_b_width),
+        ]
+    elif fused_qkv and arch.rotary:
         # A fused qkv_proj (Phi-3, GPT-NeoX, lit-gpt's attn): rotary makes new q and k, but v
         # stays a view of the projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
     else:
-        qkv = [Saved("query, key, value", per_token=qw + 2 * kvw)]
-    return [
+        qkv = [Saved("query, key, value", per_token=qw + kvw + arch.v_width)]
+    saved = [
         *qkv,
-        Saved("attention output (= o_proj input)", per_token=qw),
+        Saved("attention output (= o_proj input)", per_token=out),
         Saved("attention log-sum-exp", per_token=a, dtype=FP32),
     ]
+    if arch.rotary_cat and arch.v_dim == arch.dim_head:
+        # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
+        # output, and the transpose to (b, s, a d) before o_proj is a copy, kept for o_proj's
+        # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
+        # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
+        # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
+        saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o")))
+    return saved
 
 
 def _mlp(arch: Architecture) -> list[Saved]:
@@ -230,11 +249,24 @@ def _mlp(arch: Architecture) -> list[Saved]:
 
 
 def _moe_mlp(arch: Architecture) -> list[Saved]:
-    """Top-k routed experts (Mixtral, Qwen2-MoE): each token passes through k expert MLPs.
-    Not yet checked against a measurement (see docs/accuracy.md)."""
+    """Top-k routed experts (Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2): each token passes
+    through k expert MLPs (transformers 5's grouped experts: the gathered inputs, the fused
+    gate/up output, the activation and product, the expert outputs). Checked against tiny
+    Qwen3-MoE and DeepSeek-V2 steps on CPU (tests/test_measure_accuracy.py); every layer is
+    counted as an MoE layer, the dense ones too (DeepSeek's first_k_dense_replace, Qwen's
+    mlp_only_layers)."""
     h, k, e, fe = arch.hidden_size, arch.experts_per_token, arch.num_experts, arch.expert_width
-    saved = [
-        Saved("router input", per_token=h, for_weights=_w("router")),
+    fs = arch.shared_expert_intermediate_size
+    if arch.router_fp32:
+        # DeepSeek-V2: the router's F.linear keeps an fp32 copy of its input; the norm output
+        # itself is kept by the shared experts' gate and up projections
+        saved = [Saved("router input upcast to fp32", per_token=h, dtype=FP32,
+                       for_weights=_w("router"))]  # fmt: skip
+        if fs:
+            saved.append(Saved("shared experts' input", per_token=h, for_weights=_w("gate", "up")))
+    else:
+        saved = [Saved("router input", per_token=h, for_weights=_w("router"))]
+    saved += [
         Saved("router probabilities", per_token=e, dtype=FP32),
         Saved(
             "expert inputs (gathered tokens)",
@@ -247,12 +279,10 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
         Saved("expert down inputs", per_token=k * fe, for_weights=_w("expert_down")),
         Saved("expert outputs (for routing weights)", per_token=k * h),
     ]
-    fs = arch.shared_expert_intermediate_size
     if fs:
-        saved += [
-            Saved("shared expert activations", per_token=4 * fs),
-            Saved("shared expert gate input", per_token=h),
-        ]
+        saved.append(Saved("shared expert activations", per_token=4 * fs))
+        if arch.shared_expert_gate:  # Qwen2-MoE; DeepSeek-V2 adds its shared experts ungated
+            saved.append(Saved("shared expert gate input", per_token=h))
     return saved
 
 
@@ -262,25 +292,64 @@ def _attention_parts(
     """The attention sub-layer after its norm, split where backward meets the attention core:
     (projection inputs and the core's tensors, what comes after the core)."""
     h, a, qw, kvw = arch.hidden_size, arch.num_heads, arch.q_width, arch.kv_width
-    upto = [Saved("QKV input (norm output)", per_token=h, for_weights=_w("q", "k", "v", "qkv"))]
-    if arch.qk_norm == "per_head":  # Qwen3: an RMSNorm of head_dim on every q and k head
+    out = arch.attention_out_width
+    source = "norm output" if arch.norm_position == "pre" else "layer input"  # OLMo 2: none
+    upto = [
+        Saved(
+            f"QKV input ({source})",
+            per_token=h,
+            for_weights=_w("q", "k", "v", "qkv", "q_a", "kv_a"),
+        )
+    ]
+    # RMSNorms inside attention, all computing in fp32 (x.float(), rsqrt) and keeping the
+    # normalized tensor for their weight in the activation dtype, or in fp32 where they
+    # multiply by the weight before the cast (Gemma 3's 1 + w, OLMo 2's w * x).
+    normalized = FP32 if arch.norm_output_fp32 else ACT
+    if arch.qk_norm != "none":
+        # per_head (Qwen3, Gemma 3): head_dim wide on every q and k head, one 1/rms per head;
+        # full (OLMo 2): q_norm over q_proj's whole output, k_norm over k_proj's, one each
+        rms = a + arch.kv_heads if arch.qk_norm == "per_head" else 2
         upto += [
             Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=FP32),
-            Saved("q/k norm 1/rms", per_token=a + arch.kv_heads, dtype=FP32),
-            Saved("q/k normalized", per_token=qw + kvw, for_weights=_w("norm")),
+            Saved("q/k norm 1/rms", per_token=rms, dtype=FP32),
+            Saved("q/k normalized", per_token=qw + kvw, dtype=normalized, for_weights=_w("norm")),
         ]
+    if arch.latent_attention:
+        # DeepSeek-V2: q_a_layernorm (with q_lora_rank) and kv_a_layernorm on the latent part
+        # of kv_a_proj_with_mqa's output; each output is the next projection's input
+        for rank, nxt in ((arch.q_lora_rank, "q_b"), (arch.kv_lora_rank, "kv_b")):
+            if rank:
+                upto += [
+                    Saved(f"{nxt[:-2]}_a_layernorm input upcast to fp32", per_token=rank,
+                          dtype=FP32),
+                    Saved(f"{nxt[:-2]}_a_layernorm 1/rms", per_token=1, dtype=FP32),
+                    Saved(f"{nxt[:-2]}_a_layernorm normalized", per_token=rank,
+                          for_weights=_w("norm")),
+                    Saved(f"{nxt}_proj input", per_token=rank, for_weights=_w(nxt)),
+                ]  # fmt: skip
     after: list[Saved] = []
     if selective:
         # The attention core runs under torch.utils.checkpoint: only its inputs (q, k, v at
-        # their projection widths) and its output (o_proj's input) stay.
-        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
-        after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
+        # their projection widths) and its output (o_proj's input) stay. A v that is a view
+        # keeps its whole base: a fused projection's output after rotary made q and k anew
+        # (Phi-3, GPT-NeoX, lit-gpt's attn), DeepSeek-V2's kv_b_proj output.
+        fused = arch.fused_qkv if setup.fused_qkv is None else setup.fused_qkv
+        if arch.latent_attention:
+            v = arch.kv_b_width
+        elif fused and arch.rotary:
+            v = qw + 2 * kvw
+        else:
+            v = arch.v_width
+        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + kvw + v))
+        after.append(Saved("attention output (o_proj input)", per_token=out, for_weights=_w("o")))
     else:
         before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
         upto += before + behind
         if setup.attention is Attention.eager:
-            after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
-    if arch.residual_dropout:
+            after.append(
+                Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o"))
+            )
+    if arch.residual_dropout and arch.attention_output_dropout:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
     return upto, after
 
@@ -291,19 +360,26 @@ def _layer_parts(
     """One layer's saved tensors in forward order, split after the attention core."""
     h = arch.hidden_size
     upto, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
-    extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
+    pre = arch.norm_position == "pre"
+    # Norms on the attention and MLP outputs: Gemma 2 and 3's two beyond the pre-norms,
+    # OLMo 2's two post-norms (their inputs are o_proj's and down_proj's outputs).
+    output_norms = max(0, arch.norms_per_layer - 2) if pre else arch.norms_per_layer
     mlp = _mlp(arch)
-    if not arch.parallel_residual:
+    if not pre:
+        pass  # OLMo 2: the MLP reads the residual stream itself
+    elif not arch.parallel_residual:
         after += _norm(arch, setup, "MLP norm", h)
     elif arch.norms_per_layer >= 2:  # its own norm, whose input is the attention norm's input
         after += _norm(arch, setup, "MLP norm", h)[1:]
-    else:  # one norm feeds both (Falcon-7B): the MLP's input is the QKV input, kept once
-        mlp = mlp[1:]
-    if extra_norms:
-        after += _norm(arch, setup, "extra norms", h, count=extra_norms)
+    else:  # one norm feeds both (Falcon-7B, Phi): the MLP's input is the QKV input, kept once
+        mlp, shared = mlp[1:], mlp[0]
+        upto[0] = replace(upto[0], for_weights=upto[0].for_weights | shared.for_weights)
+    if output_norms:
+        after += _norm(arch, setup, "output norms", h, count=output_norms)
     if arch.residual_dropout:
         mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=MASK))
-    return [*_norm(arch, setup, "attention norm", h), *upto], [*after, *mlp]
+    first = _norm(arch, setup, "attention norm", h) if pre else []
+    return [*first, *upto], [*after, *mlp]
 
 
 @memoised  # pure in its arguments; called for every plan the levers and search try
@@ -336,7 +412,7 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
         return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=FP32)]
     # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum).
     return [
-        Saved("dq, dk, dv", per_token=qw + 2 * kvw),
+        Saved("dq, dk, dv", per_token=qw + kvw + arch.v_width),
         Saved("fp32 dq accumulator", per_token=qw, dtype=FP32),
     ]
 
@@ -548,7 +624,7 @@ def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
         adapter += _own_input_copies(arch, setup) * s * b
         if not full:  # else rebuilt with the layer
             kept += adapter
-        if not full and arch.norms_per_layer and "embed" not in roles:
+        if not full and arch.leading_norm and "embed" not in roles:
             # The embedding is frozen: the first layer's first norm sees no gradient.
             tail -= _bytes(_norm(arch, setup, "first norm", arch.hidden_size), s, b, setup)
     tail += freed

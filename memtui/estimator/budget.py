@@ -11,10 +11,12 @@ from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.communication import communication
 from memtui.estimator.levers import levers
 from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.phases import PhasePeak, phases
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import (
     Budget,
     Parameters,
+    PhaseLine,
     Report,
     RuntimeLine,
     StrategyRow,
@@ -63,7 +65,7 @@ def max_micro_batch(plan: Plan, strategy: Strategy | None = None) -> int:
     return b
 
 
-def _budget(plan: Plan, t: Breakdown) -> Budget:
+def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     sources = stack_for(plan).sources(plan, t)
     capacity = plan.hardware.gpu_memory
     total = t.total
@@ -74,10 +76,12 @@ def _budget(plan: Plan, t: Breakdown) -> Budget:
         reserved=t.runtime.reserved,
         total=total,
         capacity=capacity,
-        headroom=capacity - total,
-        fits=total <= capacity,
+        headroom=capacity - max(total, peak.gpu_bytes),
+        fits=max(total, peak.gpu_bytes) <= capacity,
         fits_static=t.state.total <= capacity,
         cpu_ram=t.cpu_bytes,
+        peak_phase=peak.name,
+        peak_bytes=peak.gpu_bytes,
     )
 
 
@@ -141,6 +145,8 @@ def estimate(plan: Plan) -> Report:
             )
         )
     own = next(r.max_micro_batch for r in rows if r.strategy is plan.strategy)
+    steps = phases(plan, t)
+    peak = max(steps, key=lambda p: p.gpu_bytes)
     return Report(
         parameters=Parameters(
             total=plan.model.parameters
@@ -148,13 +154,22 @@ def estimate(plan: Plan) -> Report:
             trainable=t.state.trainable,
         ),
         bytes_per_param=t.state.bytes_per_param,
-        budget=_budget(plan, t),
+        budget=_budget(plan, t, peak),
         strategies=tuple(rows),
         levers=levers(plan, t.total, per_gpu_total, t.state.trainable),
         communication=communication(plan, t.state),
         runtime=tuple(
             RuntimeLine(name=p.name, bytes=p.bytes, where=p.where, source=p.source)
             for p in t.runtime.parts
+        ),
+        phases=tuple(
+            PhaseLine(
+                name=p.name,
+                gpu_bytes=p.gpu_bytes,
+                cpu_bytes_per_node=p.cpu_bytes_per_node,
+                source=p.source,
+            )
+            for p in steps
         ),
         stack=stack_for(plan).label,
         max_micro_batch=own,

@@ -47,10 +47,15 @@ class Budget(Frozen):
     headroom: int
     """capacity - total (negative when it does not fit)."""
     fits: bool
+    """Every phase fits the card (the training step, loading, saving)."""
     fits_static: bool
     """The static state alone fits (seed 000's first question)."""
     cpu_ram: int
     """CPU RAM per GPU needed by offload, bytes."""
+    peak_phase: str = "training step"
+    """The phase with the largest GPU peak (the verdict's)."""
+    peak_bytes: int = 0
+    """That phase's GPU bytes (the training step's `total` unless another phase is larger)."""
 
     def term(self, key: TermKind | str) -> int:
         """Bytes of the term `key`; a string that names no term raises ValueError (a
@@ -111,6 +116,15 @@ class RuntimeLine(Frozen):
     source: str
 
 
+class PhaseLine(Frozen):
+    """One phase of the job: its peak on the busiest GPU and in CPU RAM per node."""
+
+    name: str
+    gpu_bytes: int
+    cpu_bytes_per_node: int
+    source: str
+
+
 class Parameters(Frozen):
     total: int
     trainable: int
@@ -128,6 +142,8 @@ class Report(Frozen):
     communication: Communication
     runtime: tuple[RuntimeLine, ...]
     """The runtime overhead term, part by part."""
+    phases: tuple[PhaseLine, ...]
+    """The training step, model loading and checkpoint saving."""
     stack: str
     """The stack that runs the plan (its label)."""
     max_micro_batch: int
@@ -154,6 +170,10 @@ class EstimateDocument(Frozen):
     cpu_ram_per_gpu: int
     stack: str
     runtime: tuple[RuntimeLine, ...]
+    phases: tuple[PhaseLine, ...]
+    peak_phase: str
+    cpu_ram_per_node: int
+    """The largest CPU RAM any phase needs on one node, bytes."""
     strategies: dict[str, StrategyEntry]
     communication: Communication
     levers: tuple[Lever, ...]
@@ -185,6 +205,9 @@ class EstimateDocument(Frozen):
             cpu_ram_per_gpu=budget.cpu_ram,
             stack=report.stack,
             runtime=report.runtime,
+            phases=report.phases,
+            peak_phase=budget.peak_phase,
+            cpu_ram_per_node=max(p.cpu_bytes_per_node for p in report.phases),
             strategies={row.strategy.value: row for row in report.strategies},
             communication=report.communication,
             levers=report.levers,
