@@ -113,6 +113,8 @@ STACK_GRID: tuple[Row, ...] = (
                                                   "checkpointing": "full"}),
     Row("trainer LoRA q,v fp32+autocast", llama(), {**TRAINER, **QV,
                                                     "precision": "bf16-autocast"}),
+    Row("trainer LoRA all-linear + lm_head saved", llama(),
+        {**TRAINER, **LORA, "precision": "bf16", "modules_to_save": ("lm_head",)}),
     Row("trainer LoRA all-linear dropout 0.05", llama(), {**TRAINER, **LORA, "precision": "bf16",
                                                           "lora_dropout": 0.05}, ci=False,
         why="the first layer's q, k, v adapters keep no dropout mask (their input needs no "

@@ -127,7 +127,11 @@ def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
         upcast = plan.qlora_upcast or plan.precision is Precision.bf16_autocast
         return round(2 * head) if upcast else 0
     base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
-    adapters = 0.0 if plan.method is Method.full else parameters_of(trainable_tensors(plan))
+    adapters = 0.0
+    if plan.method is not Method.full:
+        # PEFT's fp32 adapters; a modules_to_save copy keeps the base dtype and stands in
+        # for the module it copies, whose cast the base's count already has
+        adapters = parameters_of(split_saved(plan, trainable_tensors(plan))[0])
     head_copy = 2 * base * head
     if plan.checkpointing is Checkpointing.none:
         every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
