@@ -45,6 +45,11 @@ IDS = list(GRID)
 @functools.cache
 def result(name: str) -> Result:
     row = GRID[name]
+    if row.plan.stack.value == "fsdp2":
+        from memtui.measure.fsdp2 import gloo_missing
+
+        if why := gloo_missing():  # torch 2.13 CPU wheels have gloo: FSDP2 runs on CPU
+            pytest.skip(f"FSDP2 over CPU processes: {why}")
     return measure("test", row.plan, config=row.config)
 
 

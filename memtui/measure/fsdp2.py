@@ -75,9 +75,24 @@ def check_fsdp2_plan(plan: Plan) -> None:
     check_trainer_plan(plan.evolve(precision=Precision.bf16))  # the rest as Trainer's
 
 
+def gloo_missing() -> str | None:
+    """Why two CPU processes cannot run FSDP2 here, or None (torch built without
+    torch.distributed or without gloo)."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return "this torch has no torch.distributed"
+    if not dist.is_gloo_available():
+        return "this torch has no gloo backend"
+    return None
+
+
 def measure_fsdp2(config: dict[str, Any], plan: Plan) -> Measurement:
     """Run the step on WORLD_SIZE CPU processes and return rank 0's measurement."""
     check_fsdp2_plan(plan)
+    why = gloo_missing()
+    if why:
+        raise Unsupported(f"FSDP2 over CPU processes needs gloo: {why}")
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"config": config, "plan": plan.model_dump(mode="json")}))
