@@ -111,9 +111,10 @@ def read(doc: Document) -> Facts:
                 "optimizer",
                 Unsupported(f"optimizer type {kind!r} is not one DeepSpeed 0.19 builds"),
                 "optimizer.type",
+                rank=1,
             )
         else:
-            facts.state("optimizer", found[0], "optimizer.type")
+            facts.state("optimizer", found[0], "optimizer.type", rank=1)
             if found[1]:
                 facts.assume(found[1])
     return facts

@@ -57,6 +57,9 @@ class Fact:
     """'file:key' (or 'file:key (default)' for a default)."""
     default: bool = False
     """The tool's default, not stated by the file: it never contradicts a stated value."""
+    rank: int = 0
+    """A higher rank replaces a lower one without contradiction (DeepSpeed's optimizer
+    block replaces the Trainer's `optim`: Transformers then never builds its own)."""
 
 
 @dataclass
@@ -70,9 +73,9 @@ class Facts:
     references: list[tuple[Path, str]] = field(default_factory=list)
     """Other files this one names (a DeepSpeed JSON in an accelerate YAML), with the key."""
 
-    def state(self, key: str, value: Any, where: str) -> None:
+    def state(self, key: str, value: Any, where: str, rank: int = 0) -> None:
         """The file says `key` = `value` at `where` (its key path)."""
-        self.values[key] = Fact(value, f"{self.source}:{where}")
+        self.values[key] = Fact(value, f"{self.source}:{where}", rank=rank)
 
     def default(self, key: str, value: Any, where: str) -> None:
         """`key` is `value` because the tool defaults to it (`where`: the setting's name)."""
@@ -106,6 +109,12 @@ def merge(parts: Iterable[Facts], label: str) -> Facts:
     for part in parts:
         for key, fact in part.values.items():
             have = merged.values.get(key)
+            if have is not None and have.rank != fact.rank:
+                if fact.rank > have.rank:
+                    merged.values[key] = fact
+                    if have.value != fact.value:
+                        merged.assumptions.append(f"{fact.origin} replaces {have.origin}")
+                continue
             if have is None or (have.default and not fact.default):
                 if have is not None and key in _MATCHED and have.value != fact.value:
                     merged.assumptions.append(
