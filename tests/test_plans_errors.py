@@ -46,9 +46,7 @@ def test_train_batch_size_that_is_not_micro_x_accum_x_gpus(tmp_path, capsys):
 
 
 def test_train_batch_size_that_disagrees_with_the_gpu_count(tmp_path, capsys):
-    ds = write(
-        tmp_path, "ds.json", {**DS, "train_batch_size": 64, "zero_optimization": {"stage": 2}}
-    )
+    write(tmp_path, "ds.json", {**DS, "train_batch_size": 64, "zero_optimization": {"stage": 2}})
     acc = write(tmp_path, "acc.yaml", "distributed_type: DEEPSPEED\nnum_processes: 4\n"
                 "deepspeed_config:\n  deepspeed_config_file: ds.json\n")  # fmt: skip
     one_line_error(*run(capsys, "--from", acc), "train_batch_size 64", "4 GPUs")

@@ -225,7 +225,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "k_proj",
             "o_proj",
         ),
-    },  # fmt: skip
+    },
     # FSDP1 with the deprecated `fsdp` list and fsdp_-prefixed keys; Liger's fused loss
     "axolotl/fft-8b-fsdp1.yml": {
         "stack": "fsdp1",
@@ -353,7 +353,7 @@ def test_a_builder_outside_the_catalog_reads_the_checkpointer_config() -> None:
 
 
 def test_flags_win_over_the_files() -> None:
-    plan, found = imported(
+    plan, _ = imported(
         "--from", "deepspeed/zero3_offload.json", "--offload", "none", "--micro-batch", "1",
         "--gpus", "8",
     )  # fmt: skip
