@@ -112,8 +112,11 @@ def combine(
     notes: list[str] = []
     if "stack" not in merged:
         return merged, notes
-    flat = {k: v for k, v in merged.items() if k not in _NESTED and k != "model"}
-    as_given = start.model_copy(update=flat)  # validated once, by evolve, afterwards
+    update = {k: v for k, v in merged.items() if k not in _NESTED and k != "model"}
+    for key in _NESTED:  # the GPU count decides, e.g. torchtune's DDP on one GPU only
+        if merged.get(key):
+            update[key] = getattr(start, key).model_copy(update=merged[key])
+    as_given = start.model_copy(update=update)  # validated once, by evolve, afterwards
     stack = STACKS[as_given.stack]
     for key, value in stack.suited(as_given).items():
         if key in flags:

@@ -54,6 +54,10 @@ _DEEPSPEED_FLAGS = frozenset(
     }
 )  # fmt: skip
 _PYTHON = re.compile(r"python[0-9.]*$")
+#: Launchers are console scripts: a process shows them as `python /venv/bin/torchrun ...`
+_LAUNCHER_SCRIPTS = frozenset(
+    {"torchrun", "accelerate", "deepspeed", "tune", "axolotl", "llamafactory-cli", "lmf"}
+)
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def recognise(
 
 def _path(cwd: Path, text: str) -> Path:
     path = Path(os.path.expanduser(text))
-    return path if path.is_absolute() else cwd / path
+    return Path(os.path.normpath(path if path.is_absolute() else cwd / path))
 
 
 def _options(tokens: list[str], flags: frozenset[str]) -> tuple[dict[str, str | bool], list[str]]:
@@ -175,20 +179,22 @@ def _script(
     module: bool = False, **extra: Any,
 ) -> Launch:  # fmt: skip
     """A launcher whose remaining tokens are a training script (or module) and its args."""
+    configs = tuple(extra.pop("configs", ()))
     if not rest:
-        return Launch(launcher, tuple(argv), cwd, launcher_settings=settings, **extra)
+        return Launch(launcher, tuple(argv), cwd, configs=configs, launcher_settings=settings,
+                      **extra)  # fmt: skip
     target, args = rest[0], rest[1:]
     if module:
         inner = _module(target, args, cwd, argv, launcher)
         if inner is not None:
             return _with(inner, launcher_settings={**settings, **inner.launcher_settings},
-                         **extra)  # fmt: skip
+                         configs=configs + inner.configs, **extra)  # fmt: skip
     else:
         inner = _file_script(target, args, cwd, argv)
         if inner is not None:
             return _with(inner, launcher_settings={**settings, **inner.launcher_settings},
-                         **extra)  # fmt: skip
-    return Launch(launcher, tuple(argv), cwd, target, _trainer_configs(args, cwd),
+                         configs=configs + inner.configs, **extra)  # fmt: skip
+    return Launch(launcher, tuple(argv), cwd, target, configs + _trainer_configs(args, cwd),
                   tuple(args), launcher_settings=settings, **extra)  # fmt: skip
 
 
@@ -228,10 +234,13 @@ def _python(argv: list[str], rest: list[str], cwd: Path, env: Mapping[str, str])
         if i + 1 >= len(rest):
             return None
         return _module(rest[i + 1], rest[i + 2 :], cwd, argv, "python -m", env)
-    return _file_script(rest[i], rest[i + 1 :], cwd, argv) or Launch(
-        "python", tuple(argv), cwd, rest[i], _trainer_configs(rest[i + 1 :], cwd),
-        tuple(rest[i + 1 :]),
-    )  # fmt: skip
+    if os.path.basename(rest[i]) in _LAUNCHER_SCRIPTS:
+        inner = recognise(rest[i:], cwd, env)
+        if inner is not None:
+            return _with(inner, argv=tuple(argv))
+    return _file_script(rest[i], rest[i + 1 :], cwd, argv) or _plain(
+        argv, rest[i], rest[i + 1 :], cwd
+    )
 
 
 def _module(
@@ -256,8 +265,20 @@ def _module(
         return _llamafactory(argv, args[1:] if args[:1] == ["train"] else args, cwd,
                              "llamafactory-cli train")  # fmt: skip
     if launcher == "python -m":
-        return Launch("python", tuple(argv), cwd, name, _trainer_configs(args, cwd), tuple(args))
+        return _plain(argv, name, args, cwd)
     return None
+
+
+def _plain(argv: list[str], script: str, args: list[str], cwd: Path) -> Launch | None:
+    """A script started directly: a training launch only with the Trainer's arguments (or
+    one config file argument, HfArgumentParser's), not any Python program."""
+    from memtui.plans.trainer_args import KNOWN
+
+    configs = _trainer_configs(args, cwd)
+    named = {t[2:].partition("=")[0].replace("-", "_") for t in args if t.startswith("--")}
+    if not configs and not named & KNOWN:
+        return None
+    return Launch("python", tuple(argv), cwd, script, configs, tuple(args))
 
 
 def _file_script(script: str, args: list[str], cwd: Path, argv: list[str]) -> Launch | None:
