@@ -233,3 +233,23 @@ def test_accelerates_default_config_follows_the_process_environment(tmp_path: Pa
 def test_no_launch_is_none() -> None:
     for argv in (["sleep", "10"], ["python", "-c", "pass"], ["bash", "run.sh"], []):
         assert recognise(argv, Path("/")) is None
+
+
+def test_a_workers_accelerate_environment_is_its_config() -> None:
+    """What accelerate launch puts in its workers' environment (utils/launch.py
+    prepare_multi_gpu_env) reads back as the config file would."""
+    from memtui.plans.accelerate_yaml import environment_config
+
+    env = {
+        "ACCELERATE_MIXED_PRECISION": "bf16", "ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2",
+        "FSDP_SHARDING_STRATEGY": "FULL_SHARD", "FSDP_RESHARD_AFTER_FORWARD": "true",
+        "FSDP_OFFLOAD_PARAMS": "false", "FSDP_ACTIVATION_CHECKPOINTING": "true",
+        "PARALLELISM_CONFIG_DP_REPLICATE_SIZE": "2", "PARALLELISM_CONFIG_DP_SHARD_SIZE": "8",
+        "PARALLELISM_CONFIG_TP_SIZE": "1", "OTHER_SECRET": "x",
+    }  # fmt: skip
+    config = environment_config(env)
+    assert config is not None
+    assert config["distributed_type"] == "FSDP"
+    assert config["fsdp_config"]["fsdp_version"] == "2"
+    assert config["parallelism_config"]["parallelism_config_dp_shard_size"] == "8"
+    assert environment_config({"PATH": "/bin"}) is None

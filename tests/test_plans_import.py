@@ -435,3 +435,40 @@ def test_estimate_json_carries_the_provenance() -> None:
     }
     assert any("bf16: auto" in a for a in doc["assumptions"])
     assert doc["plan"]["method"] == "qlora"
+
+
+def _loaded(code: str) -> list[str]:
+    import subprocess
+    import sys
+
+    probe = f"{code}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", f"import sys\n{probe}"], capture_output=True,
+                         text=True, check=True, cwd=CONFIGS)  # fmt: skip
+    return eval(out.stdout.strip())  # a list literal printed by the probe
+
+
+HEAVY = ("yaml", "psutil", "textual", "rich", "pynvml", "memtui.telemetry", "memtui.ui")
+
+
+def test_estimate_json_from_json_files_imports_no_yaml() -> None:
+    run = (
+        "import io, contextlib\nfrom memtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['estimate', '--json', '--from', 'deepspeed/zero3_offload.json',"
+        " 'trainer/training_args.json'])"
+    )
+    assert _loaded(run) == []
+
+
+def test_estimate_json_without_from_imports_none_of_the_codecs() -> None:
+    run = (
+        "import io, contextlib\nfrom memtui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['estimate', '--json', '--params', '7B'])\n"
+        "assert 'memtui.plans.registry' not in sys.modules"
+    )
+    assert _loaded(run) == []
+
+
+def test_the_plans_layer_loads_no_ui_and_reads_processes_only_when_asked() -> None:
+    assert _loaded("import memtui.plans.registry, memtui.plans.attach") == []

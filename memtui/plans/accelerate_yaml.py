@@ -176,6 +176,10 @@ def environment_config(env: Mapping[str, str]) -> dict[str, Any] | None:
         if "ACCELERATE_GRADIENT_ACCUMULATION_STEPS" in env:
             ds["gradient_accumulation_steps"] = env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"]
         config["deepspeed_config"] = ds
+    prefix = "PARALLELISM_CONFIG_"
+    sizes = {k.lower(): v for k, v in env.items() if k.startswith(prefix) and k.endswith("_SIZE")}
+    if sizes:
+        config["parallelism_config"] = sizes
     return config
 
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memtui.errors import one_line
-from memtui.plans.derive import Derived, derive
-from memtui.plans.facts import ConfigError, Facts
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import ModelSpec, Plan
     from memtui.estimator.report import Provenance
+    from memtui.plans.derive import Derived
+    from memtui.plans.facts import Facts
+
+# derive and facts load with the first --from: `memtui estimate` without it stays as fast
 
 _NESTED = ("hardware", "deepspeed", "overhead")
 
@@ -57,6 +59,7 @@ def model_of(facts: Facts, cwd: Path) -> ModelSpec | None:
         return None
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.model_source import load_model
+    from memtui.plans.facts import ConfigError
 
     ref = str(fact.value)
     local = cwd / ref
@@ -73,6 +76,8 @@ def import_facts(
 ) -> tuple[Imported, Plan]:
     """The files' fields over `start` (with their model unless one was given); returns
     the import and the plan to apply the flags over."""
+    from memtui.plans.derive import derive
+
     model = None if model_given else model_of(facts, cwd)
     if model is not None:
         start = start.model_copy(update={"model": model})
