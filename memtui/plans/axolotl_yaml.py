@@ -95,14 +95,9 @@ def read(doc: Document) -> Facts:
         optimizer(facts, "optimizer", name, data.get("optim_args"), "optimizer" not in data)
     _levers(facts, data)
     _adapter(facts, data)
-    deepspeed = data.get("deepspeed")
-    if isinstance(deepspeed, dict):
-        from memtui.plans import deepspeed_json
+    from memtui.plans.deepspeed_json import named
 
-        inline = Document(doc.path, f"{doc.shown}:deepspeed", deepspeed, doc.cwd)
-        facts.values.update(deepspeed_json.read(inline).values)
-    elif deepspeed:
-        facts.refer(doc.locate(str(deepspeed)), "deepspeed")
+    named(facts, data.get("deepspeed"), "deepspeed", doc)
     _fsdp(facts, data)
     _parallel(facts, data)
     return facts

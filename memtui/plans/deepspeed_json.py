@@ -120,6 +120,18 @@ def read(doc: Document) -> Facts:
     return facts
 
 
+def named(facts: Facts, value: Any, where: str, doc: Document) -> None:
+    """A DeepSpeed config a Trainer-style config names (TrainingArguments.deepspeed,
+    axolotl's `deepspeed`): inline as a mapping, or a path read with the other files. A bare
+    flag (DeepSpeed's own scripts take `--deepspeed --deepspeed_config FILE`) names none."""
+    if isinstance(value, dict):
+        found = read(Document(doc.path, f"{facts.source}:{where}", value, doc.cwd))
+        facts.values.update(found.values)
+        facts.assumptions += found.assumptions
+    elif isinstance(value, str) and value.strip().lower() not in ("true", "false", ""):
+        facts.refer(doc.locate(value), where)
+
+
 def _zero(facts: Facts, zero: Any) -> None:
     if isinstance(zero, bool):  # the deprecated boolean form: true is stage 1
         facts.state("strategy", Strategy.zero1 if zero else Strategy.ddp, "zero_optimization")

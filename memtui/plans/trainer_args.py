@@ -221,16 +221,9 @@ def read_args(
         facts.state("loss", LossKind.fused, where("use_liger_kernel"))
     else:
         facts.default("loss", LossKind.full, where("use_liger_kernel"))
-    deepspeed = args.get("deepspeed")
-    if isinstance(deepspeed, dict):
-        from memtui.plans import deepspeed_json
+    from memtui.plans.deepspeed_json import named
 
-        inline = Document(doc.path, f"{facts.source}:{where('deepspeed')}", deepspeed, doc.cwd)
-        facts.references.append((inline.path, inline.shown))
-        facts.values.update(deepspeed_json.read(inline).values)
-    elif isinstance(deepspeed, str) and deepspeed.lower() not in ("true", "false", ""):
-        # (DeepSpeed's own scripts take a bare --deepspeed flag and --deepspeed_config FILE)
-        facts.refer(doc.locate(deepspeed), where("deepspeed"))
+    named(facts, args.get("deepspeed"), where("deepspeed"), doc)
     fsdp_args(facts, args, where, doc)
     script_args(facts, args, where)
 
