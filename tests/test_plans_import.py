@@ -472,3 +472,28 @@ def test_estimate_json_without_from_imports_none_of_the_codecs() -> None:
 
 def test_the_plans_layer_loads_no_ui_and_reads_processes_only_when_asked() -> None:
     assert _loaded("import memtui.plans.registry, memtui.plans.attach") == []
+
+
+def test_the_model_a_config_names_goes_through_the_model_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """base_model / model_name_or_path: a folder relative to the launch, or a repo id in the
+    offline Hugging Face cache (huggingface_hub's models--org--name/snapshots layout)."""
+    tiny = (CONFIGS / "checkpoints" / "tiny-llama" / "config.json").read_text()
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--acme--tiny" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(tiny)
+    (cache / "models--acme--tiny" / "refs").mkdir()
+    (cache / "models--acme--tiny" / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    folder = tmp_path / "ax.yml"
+    folder.write_text("base_model: checkpoints/tiny-llama\nmicro_batch_size: 1\n")
+    cached = tmp_path / "lf.yaml"
+    cached.write_text("model_name_or_path: acme/tiny\nstage: sft\nfinetuning_type: full\n")
+    by_folder, _ = imported("--from", str(folder))
+    by_cache, found = imported("--from", str(cached))
+    assert by_folder.model.parameters == by_cache.model.parameters
+    assert by_folder.model.architecture.hidden_size == 512
+    assert by_cache.model.name == "acme/tiny"
+    assert any(p.field == "model" and "model_name_or_path" in p.source for p in found.provenance)
