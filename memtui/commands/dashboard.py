@@ -8,6 +8,8 @@
                                         Prometheus (dcgm-exporter or nvitop-exporter)
     memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
     memtui --plan a.toml --save b.toml  the save key (w) writes b.toml, leaving a.toml as it is
+    memtui --from ds.json train.sh      the plan a job's own files say (j: from the running
+                                        job; e: export the plan as its stack's config)
     memtui --snapshot oom.pickle        a PyTorch memory snapshot over the dashboard (key F)
 
 The plan flags are `memtui estimate`'s (one parser: `plan_flags.add_plan_arguments`). This
@@ -21,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
 
@@ -83,14 +85,16 @@ def build(args: argparse.Namespace) -> Any:
     from memtui.plans.memtui_toml import load_plan
 
     base = load_plan(args.plan) if args.plan else None
-    plan = plan_from_args(args, base=base)
+    plan, imported = plan_and_import(args, base=base)
     fit: set[str] = set()
     if first is not None:
-        # live, replay or a cluster: size the plan to the GPUs seen, unless a flag or a plan
-        # file said (a demo node is built from the plan, so it already matches)
-        if base is None and args.gpus is None:
+        # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan
+        # file or the job's files (--from) said (a demo node is built from the plan)
+        said = imported.sets if imported is not None else lambda field: False
+        if base is None and args.gpus is None and not said("hardware.gpus_per_node"):
             fit.add("gpus")
-        if base is None and args.nodes is None and first.source.info.cluster:
+        cluster = first.source.info.cluster
+        if base is None and args.nodes is None and cluster and not said("hardware.nodes"):
             fit.add("nodes")  # a source of many hosts also says how many nodes
         if base is None and args.gpu_memory is None:
             fit.add("memory")

@@ -15,6 +15,7 @@ from memtui.errors import UsageError, one_line
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
+    from memtui.plans.imports import Imported
 
 DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
 
@@ -122,6 +123,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         Strategy,
     )
 
+    parser.add_argument(
+        "--from",
+        dest="from_files",
+        nargs="+",
+        metavar="FILE",
+        help="read the plan from the job's own files: DeepSpeed JSON, accelerate YAML, "
+        "TrainingArguments JSON, axolotl, LLaMA-Factory or torchtune YAML, a launch script; "
+        "flags given as well win over them",
+    )
     g = parser.add_argument_group("stack")
     g.add_argument(
         "--stack",
@@ -329,17 +339,16 @@ def _given(args: argparse.Namespace, fields: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _suited(start: Plan, fields: dict[str, Any]) -> dict[str, Any]:
-    """What the chosen stack needs changed in the settings the flags did not give: the plan
-    as flags leave it, adapted to a strategy, precision and loss the stack runs."""
-    from memtui.estimator.stacks import STACKS
-
-    as_given = start.model_copy(update=fields)  # validated once, by evolve, afterwards
-    return STACKS[fields["stack"]].suited(as_given)
-
-
 def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
+    return plan_and_import(args, base)[0]
+
+
+def plan_and_import(
+    args: argparse.Namespace, base: Plan | None = None
+) -> tuple[Plan, Imported | None]:
+    """The plan of the flags over the files of `--from` (if any) over `base`, and what the
+    files decided (their fields' origins and assumptions)."""
     from pydantic import ValidationError
 
     from memtui.estimator.configs import ModelConfigError
@@ -350,6 +359,7 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
     try:
+        files = getattr(args, "from_files", None)
         if args.params is not None:
             model = ModelSpec.from_parameters(args.params)
         elif args.model is not None or base is None:
@@ -374,10 +384,31 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
             )
         start = base if base is not None else Plan(model=model)
         deepspeed = _given(args, _DEEPSPEED_FIELDS)
-        if "stack" in fields:
-            fields = {**_suited(start, fields), **fields}
-        return start.evolve(
-            model=model, hardware=hw, overhead=overhead, deepspeed=deepspeed, **fields
-        )
+        flags = {**fields, "hardware": hw, "overhead": overhead, "deepspeed": deepspeed}
+        imported = None
+        if files:
+            from memtui.plans.imports import import_files
+
+            given = {
+                *fields,
+                *(f"hardware.{k}" for k in hw),
+                *(f"deepspeed.{k}" for k in deepspeed),
+            }
+            model_given = args.model is not None or args.params is not None
+            imported, start = import_files(files, start.evolve(model=model), given, model_given)
+            if imported.model is None and not model_given and base is None:
+                imported.notes.append(f"the files name no model: {DEFAULT_MODEL} (--model)")
+            model = start.model
+        from memtui.plans.imports import combine
+
+        changes, notes = combine(start, imported, flags)
+        if imported is not None:
+            imported.notes += notes
+        try:
+            return start.evolve(model=model, **changes), imported
+        except (ValidationError, ValueError) as err:
+            if imported is None:
+                raise
+            raise UsageError(f"{imported.label}: {one_line(err)}") from None
     except (ValidationError, ModelConfigError, ValueError) as err:
         raise UsageError(one_line(err)) from None

@@ -53,6 +53,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--count", type=int, metavar="N", help="stop after N polls")
     p.add_argument("--record", metavar="FILE", help="append each snapshot to a JSONL trace")
     p.add_argument(
+        "--attach",
+        action="store_true",
+        help="also recognise the training jobs on the GPUs (torchrun, accelerate, deepspeed, "
+        "tune, axolotl, llamafactory-cli) and compare each with its own plan's budget "
+        "(--json: that report instead of the snapshot)",
+    )
+    p.add_argument(
         "--speed", type=float, default=1.0, metavar="X", help="replay speed; 0 = one line per poll"
     )
     add_source_arguments(p)
@@ -163,10 +170,14 @@ def run(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                     )
                     return 1
-            if args.json:
+            if args.json and not args.attach:
                 print(snapshot.dump_json(indent=2 if args.once else None), flush=True)
-            else:
+            elif not args.json:
                 _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
+            if args.attach:
+                from memtui.commands.attach_text import print_attach
+
+                print_attach(snapshot, args.json)
             if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
                 return 2  # --only matched nothing: a usage error, say it once and stop
             done = args.once or (args.count is not None and polls >= args.count)

@@ -152,6 +152,17 @@ class Report(Frozen):
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
 
 
+class Provenance(Frozen):
+    """Where one plan field came from when the plan was read from a job's config files
+    (`memtui estimate --from FILE`)."""
+
+    field: str
+    """The plan field: strategy, micro_batch, hardware.gpus_per_node..."""
+    value: str
+    source: str
+    """'file:key' (several, comma-separated, for a field decided from more than one)."""
+
+
 class EstimateDocument(Frozen):
     """What `memtui estimate --json` prints: one object, bytes as integers. README.md lists
     every key; scripts and CI gates read it, so keys are only ever added."""
@@ -181,9 +192,17 @@ class EstimateDocument(Frozen):
     assumptions: tuple[str, ...]
     plan: dict[str, Any]
     """The plan's inputs (the model by name: its architecture is not repeated)."""
+    provenance: tuple[Provenance, ...] = ()
+    """With --from: each field the files decided and the file and key it came from."""
 
     @classmethod
-    def of(cls, plan: Plan, report: Report) -> EstimateDocument:
+    def of(
+        cls,
+        plan: Plan,
+        report: Report,
+        provenance: tuple[Provenance, ...] = (),
+        imported_assumptions: tuple[str, ...] = (),
+    ) -> EstimateDocument:
         budget = report.budget
         per_gpu = {t.key.value: t.bytes for t in budget.terms}
         totals = {
@@ -212,6 +231,7 @@ class EstimateDocument(Frozen):
             communication=report.communication,
             levers=report.levers,
             max_micro_batch=report.max_micro_batch,
-            assumptions=report.assumptions,
+            assumptions=report.assumptions + imported_assumptions,
             plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
+            provenance=provenance,
         )
