@@ -15,7 +15,15 @@ Prints:
 3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
    --interval 1` side by side, each in its own pseudo-terminal against the same fake NVML;
    CPU time (user+sys, all threads, after a 5 s warm-up) and resident memory from /proc.
+   Beside them, idle, the floors: a bare Textual app, and one that also defines a pydantic
+   model and loads pynvml and psutil (what memtui cannot go under with its libraries).
+4. With --soak SECONDS: memtui alone for that long at --soak-interval, its GPUs' memory
+   swinging across the budget and up to the card's limit every poll (alerts firing) and a
+   refused key pressed every second; resident memory sampled every --soak-every seconds.
+   "Flat" is the growth between the first and the last third of the samples.
 
+memtui's bytecode is compiled first, as `pip install` does (a checkout run under
+PYTHONDONTWRITEBYTECODE=1 would otherwise compile every memtui module on every start).
 Figures, not assertions: the machines here are shared and noisy; compare the ratios.
 """
 
@@ -56,13 +64,32 @@ BARE_APP = (
 )
 
 
-def scenario() -> dict[str, object]:
-    """8 H100s at 60 GiB, 8 processes each (host PIDs invisible here, as in a container)."""
+FLOOR_APP = (
+    "import pynvml, psutil\n"
+    "from pydantic import BaseModel\n"
+    "class One(BaseModel):\n"
+    "    x: int\n"
+    "One(x=1)\n"
+) + BARE_APP
+
+
+def compile_bytecode() -> None:
+    """Compile memtui's modules to bytecode (into its __pycache__, which git ignores), as an
+    installed memtui has them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "memtui")], env=env, check=True
+    )
+
+
+def scenario(used: int = 60 * GiB) -> dict[str, object]:
+    """8 H100s at `used` bytes, 8 processes each (host PIDs invisible here, as in a
+    container)."""
     return {
         "gpus": [
             gpu(
                 i,
-                used=60 * GiB,
+                used=used,
                 util=(90, 40),
                 procs=[(10_000_000 + 100 * i + p, 7 * GiB) for p in range(PER_GPU)],
             )
@@ -198,6 +225,7 @@ def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, f
     terms = {
         "memtui": Terminal(memtui_argv(), env),
         "bare Textual (idle, for scale)": Terminal([sys.executable, "-c", BARE_APP], env),
+        "floor: + pydantic, pynvml, psutil": Terminal([sys.executable, "-c", FLOOR_APP], env),
     }
     nvitop = nvitop_argv()
     if nvitop:
@@ -226,6 +254,35 @@ def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, f
     return out
 
 
+def soak_figures(
+    fake: FakeNvml, env: dict[str, str], duration: float, interval: float, every: float
+) -> list[tuple[float, float]]:
+    """(seconds, RSS MiB) of memtui watching for `duration` s at `interval`, its GPUs
+    swinging across the budget (46 GB) and to 97% of the card, a refused key ("-" at
+    micro-batch 1) pressed every second."""
+    swings = [40 * GiB, 60 * GiB, 78 * GiB]
+    term = Terminal([*memtui_argv()[:-1], f"{interval:g}"], env)
+    samples: list[tuple[float, float]] = []
+    started = time.monotonic()
+    next_sample = started + 5.0  # past start-up
+    step = 0
+    try:
+        while (now := time.monotonic()) < started + 5.0 + duration:
+            if term.proc.poll() is not None:
+                break
+            fake.write(scenario(swings[step % len(swings)]))
+            if step % max(1, round(1 / interval)) == 0:
+                os.write(term.master, b"-")
+            step += 1
+            if now >= next_sample:
+                samples.append((now - started, term.memory()[0] / 2**20))
+                next_sample += every
+            time.sleep(interval)
+    finally:
+        term.close()
+    return samples
+
+
 def _median_ms(values: list[float]) -> str:
     if not values:
         return "n/a (no frame seen)"
@@ -237,7 +294,11 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of watching (60)")
     parser.add_argument("--runs", type=int, default=5, help="start-up samples per program (5)")
     parser.add_argument("--presses", type=int, default=40, help="key presses timed (40)")
+    parser.add_argument("--soak", type=float, metavar="S", help="also: S seconds with alerts")
+    parser.add_argument("--soak-interval", type=float, default=1.0, help="soak poll interval")
+    parser.add_argument("--soak-every", type=float, default=10.0, help="soak RSS sample period")
     args = parser.parse_args()
+    compile_bytecode()
 
     work = Path(tempfile.mkdtemp(prefix="memtui-bench-ui-"))
     fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
@@ -284,6 +345,25 @@ def main() -> int:
     if isinstance(m, dict) and isinstance(n, dict) and n["cpu_s"] > 0 and n["rss_mib"] > 0:
         print(f"   memtui / nvitop: CPU {m['cpu_s'] / n['cpu_s']:.2f}x (target <= 1), "
               f"RSS {m['rss_mib'] / n['rss_mib']:.2f}x (target <= 1.5)")  # fmt: skip
+    floor = watch.get("floor: + pydantic, pynvml, psutil")
+    if isinstance(m, dict) and isinstance(floor, dict):
+        print(f"   memtui - floor: RSS {m['rss_mib'] - floor['rss_mib']:+.0f} MiB")
+
+    if args.soak:
+        print(f"\n4. soak: {args.soak:g} s at {1 / args.soak_interval:g} Hz, alerts firing, "
+              "a refused key every second")  # fmt: skip
+        samples = soak_figures(fake, env, args.soak, args.soak_interval, args.soak_every)
+        if len(samples) < 3:
+            print("   too few samples (memtui exited?)")
+            return 1
+        third = max(1, len(samples) // 3)
+        first = statistics.median(rss for _, rss in samples[:third])
+        last = statistics.median(rss for _, rss in samples[-third:])
+        span_min = (samples[-1][0] - samples[0][0]) / 60
+        print("   RSS MiB: " + " ".join(f"{rss:.0f}" for _, rss in samples))
+        print(f"   first third {first:.1f} MiB, last third {last:.1f} MiB: "
+              f"{last - first:+.1f} MiB over {span_min:.1f} min, "
+              f"max {max(rss for _, rss in samples):.1f} MiB")  # fmt: skip
     return 0
 
 
