@@ -18,7 +18,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from memtui.estimator import ModelSpec, Plan, Report, estimate
 from memtui.telemetry import (
@@ -32,6 +31,7 @@ from memtui.ui import plan_edits
 from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.communication import CommunicationLine, CommunicationView
 from memtui.ui.fit import fit_plan
+from memtui.ui.footer import KeyFooter
 from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.lever_list import LeverList, LeverView
@@ -170,7 +170,7 @@ class DashboardScreen(Screen[None]):
                 yield CommunicationLine(id="communication")
                 yield ProcessTable(id="processes")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._ready = True

@@ -1,0 +1,54 @@
+"""The footer: Textual's, composed once per change of the bindings.
+
+Private Textual API, quarantined here (DESIGN.md section 7.11):
+- `Footer.bindings_changed` and `Footer._bindings_ready`: the footer recomposes on every
+  change the screen publishes, and as it starts the screen publishes three (its mount, its
+  focus, the terminal's focus) that change no key shown, so its 21 keys were composed three
+  times: 63 widgets registered and styled where 21 do (benchmarks/profile_ui.py, section 2).
+  Here a change recomposes once, and only when the keys to show differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+
+class KeyFooter(Footer):
+    """The key bar."""
+
+    def __init__(self, *, compact: bool = False) -> None:
+        super().__init__(compact=compact, show_command_palette=False)
+        self._recompose_queued = False
+        self._shown: Hashable = None  # the keys of the last composition
+
+    def _keys(self) -> Hashable:
+        """What the footer would show now: each shown binding's key, label and state."""
+        return tuple(
+            (binding.key, self.app.get_key_display(binding), binding.description, enabled)
+            for _, binding, enabled, _ in self.screen.active_bindings.values()
+            if binding.show
+        )
+
+    def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._shown = self._keys()
+        yield from super().compose()
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        # what Footer.bindings_changed does, but one recompose for any number of changes
+        # published before it runs
+        self._bindings_ready = True
+        if self._recompose_queued or not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen:
+            self._recompose_queued = True
+            self.call_after_refresh(self._recompose)
+
+    async def _recompose(self) -> None:
+        self._recompose_queued = False
+        if self._keys() != self._shown:
+            await self.recompose()
