@@ -312,8 +312,8 @@ async def test_plan_verdict_is_readable_at_100x30() -> None:
 @pytest.mark.parametrize(
     ("width", "wanted"),
     [
-        (80, ("t Theme", "? Keys", "q Quit")),
-        (120, ("? Keys", "q Quit", "/ Model", "w Save", "r Poll")),
+        (80, ("? Keys", "q Quit", "s Strategy", "+- batch", "/ Model", "w Save")),
+        (120, ("t Theme", "? Keys", "q Quit", "Ckpt +- batch ][ seq / Model", "w Save", "r Poll")),
     ],
 )
 async def test_footer_shows_the_app_keys_first(
@@ -325,4 +325,7 @@ async def test_footer_shows_the_app_keys_first(
         footer = text_of(app).splitlines()[-1]
         for key in wanted:
             assert key in footer, (key, footer)
+        # every key shown is shown whole: the last one ends before the edge (80 columns
+        # cannot hold them all: the secondary ones are left to `?`)
+        assert footer.endswith(" "), footer
         assert "Accum" not in footer  # secondary keys: listed by `?`, not in the footer

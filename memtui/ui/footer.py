@@ -1,27 +1,40 @@
-"""The footer: Textual's, composed once per change of the bindings.
+"""The footer: Textual's, composed once per change of the bindings, its secondary keys hidden
+on a narrow screen (they stay in `?`).
 
-Private Textual API, quarantined here (DESIGN.md section 7.11):
+Private Textual API, quarantined here (DESIGN.md section 7.11), for two reasons:
 - `Footer.bindings_changed` and `Footer._bindings_ready`: the footer recomposes on every
   change the screen publishes, and as it starts the screen publishes three (its mount, its
   focus, the terminal's focus) that change no key shown, so its 21 keys were composed three
   times: 63 widgets registered and styled where 21 do (benchmarks/profile_ui.py, section 2).
   Here a change recomposes once, and only when the keys to show differ.
+- `FooterKey` (from `textual.widgets._footer`) and its `action`: which binding a key of the
+  footer shows, so the screen's `-narrow` class can hide the secondary ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 
 class KeyFooter(Footer):
-    """The key bar."""
+    """The key bar. `secondary` names the actions whose keys carry the `-secondary` class
+    (hidden by the stylesheet under 100 columns: 80 columns cannot hold every key)."""
 
-    def __init__(self, *, compact: bool = False) -> None:
+    DEFAULT_CSS = """
+    /* compact: one space between a group's label and the next key ("seq / Model"), and
+       one, not two, before a group ("Ckpt +- batch") */
+    KeyFooter.-compact FooterLabel { margin-right: 1; }
+    KeyFooter.-compact KeyGroup.-compact { padding-left: 0; }
+    """
+
+    def __init__(self, secondary: Iterable[str] = (), *, compact: bool = False) -> None:
         super().__init__(compact=compact, show_command_palette=False)
+        self._secondary = frozenset(secondary)
         self._recompose_queued = False
         self._shown: Hashable = None  # the keys of the last composition
 
@@ -36,7 +49,10 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         if self._bindings_ready:
             self._shown = self._keys()
-        yield from super().compose()
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and widget.action in self._secondary:
+                widget.add_class("-secondary")
+            yield widget
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         # what Footer.bindings_changed does, but one recompose for any number of changes

@@ -48,6 +48,10 @@ from memtui.ui.units import UNITS
 NARROW_BELOW = 100
 
 
+#: Keys the footer leaves out under 100 columns, where not every key fits (`?` lists them all,
+#: and every key still works).
+FOOTER_SECONDARY = frozenset({"theme", "precision", "flash", "checkpointing", "unit", "refresh"})
+
 #: Footer groups: one description for a key pair ("+- mb"), so the footer fits 120 columns.
 _MB = Binding.Group("batch", compact=True)
 _SEQ = Binding.Group("seq", compact=True)
@@ -170,7 +174,10 @@ class DashboardScreen(Screen[None]):
                 yield CommunicationLine(id="communication")
                 yield ProcessTable(id="processes")
         yield StatusLine(id="status")
-        yield KeyFooter(compact=True)
+        secondary = [
+            b.action for b in self.BINDINGS if isinstance(b, Binding) and b.id in FOOTER_SECONDARY
+        ]
+        yield KeyFooter(secondary, compact=True)
 
     def on_mount(self) -> None:
         self._ready = True
