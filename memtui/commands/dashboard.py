@@ -73,9 +73,11 @@ def build(args: argparse.Namespace) -> Any:
     if not args.demo:
         first = FirstPoll(_open(args))
 
-    from memtui.plans.memtui_toml import load_plan
+    base = None
+    if args.plan:
+        from memtui.plans.memtui_toml import load_plan
 
-    base = load_plan(args.plan) if args.plan else None
+        base = load_plan(args.plan)
     plan = plan_from_args(args, base=base)
     fit: set[str] = set()
     if first is not None:

@@ -36,7 +36,6 @@ from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.lever_list import LeverList, LeverView
 from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
-from memtui.ui.model_picker import ModelPicker
 from memtui.ui.poller import Poller
 from memtui.ui.process_table import ProcessTable, ProcessView
 from memtui.ui.settings_panel import SettingsPanel
@@ -282,6 +281,9 @@ class DashboardScreen(Screen[None]):
         self.action_pick_model()
 
     def action_pick_model(self) -> None:
+        # imported on the first `/`: the first frame does not need the picker
+        from memtui.ui.model_picker import ModelPicker
+
         def chosen(spec: ModelSpec | None) -> None:
             if spec is None:
                 return
