@@ -133,17 +133,19 @@ def _demo_options(args: argparse.Namespace, plan: Any) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> int:
     """Run the dashboard until the user quits; returns the exit code."""
-    # Building the app imports Textual, pydantic and the estimator: some 100,000 objects
-    # that live as long as the process. The collector walked them some 90 times before the
-    # first frame (60 ms of a 540 ms start, benchmarks/profile_ui.py), so it is paused while
-    # they are made, then they are frozen (never walked again) and it resumes for what the
-    # running app allocates. The 1,500 garbage objects among them stay: a full collection to
-    # free them would cost 50 ms.
+    # Building the app imports Textual and the telemetry: with the estimator imported while
+    # the flags were parsed, some 100,000 objects that live as long as the process. The
+    # collector walked them some 90 times before the first frame (60 ms of a 540 ms start,
+    # benchmarks/profile_ui.py), so it is paused while they are made, then they are frozen
+    # (never walked again) and it resumes for what the running app allocates. The 1,500
+    # garbage objects among them stay: a full collection to free them would cost 50 ms.
     gc.disable()
     try:
         app = build(args)
-    finally:
-        gc.freeze()
-        gc.enable()
+    except BaseException:
+        gc.enable()  # nothing to keep: the error is reported and memtui ends
+        raise
+    gc.freeze()
+    gc.enable()
     app.run()
     return 0
