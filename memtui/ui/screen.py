@@ -365,12 +365,13 @@ class DashboardScreen(Screen[None]):
     def _gave_up(self, snapshot: ClusterSnapshot | None) -> bool:
         """Whether polling again is pointless after `snapshot` (the source's say)."""
         source = self.source
-        return snapshot is not None and source is not None and source.info.gives_up(snapshot.state)
+        return snapshot is not None and source is not None and source.info.gives_up(snapshot)
 
     def _take(self, snapshot: ClusterSnapshot) -> None:
         """Keep a poll's answer (history, snapshot, mode); draws nothing."""
         self.polls += 1
-        if snapshot.state is SourceState.NO_LIBRARY and not snapshot.devices:
+        no_driver = snapshot.state is SourceState.NO_LIBRARY and not snapshot.recorded
+        if no_driver and not snapshot.devices:
             # no driver here: nothing will change by polling again; plan-only, saying why
             self.plan_only_reason = snapshot.reason or snapshot.message or "NVML not available"
             self.source = None
