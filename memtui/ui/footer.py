@@ -66,5 +66,6 @@ class KeyFooter(Footer):
 
     async def _recompose(self) -> None:
         self._recompose_queued = False
-        if self._keys() != self._shown:
+        # the screen may have gone since the change was published (a popped screen, the end)
+        if self.is_attached and not self._pruning and self._keys() != self._shown:
             await self.recompose()
