@@ -175,6 +175,46 @@ async def test_model_picker_survives_a_300_character_entry_and_takes_a_bare_coun
         assert screen.plan.model.parameters == 13_000_000_000
 
 
+async def test_a_model_loaded_after_escape_does_not_pop_the_dashboard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Enter then escape typed fast: escape closes the picker, then the load's answer arrives
+    from its thread and closed "its" screen again, which was the dashboard: a blank, dead
+    screen (5 runs in 9 of fast random keys). Here the answer is handed to the picker right
+    after escape, as the worker does: the dashboard stays, unchanged, and answers keys."""
+    import threading
+
+    from memtui.estimator import model_source
+
+    loading, release = threading.Event(), threading.Event()
+    real = model_source.load_model
+
+    def slow(ref: str) -> object:
+        loading.set()
+        release.wait(10)
+        return real(ref)
+
+    monkeypatch.setattr(model_source, "load_model", slow)
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("slash")
+        await pilot.pause()
+        picker = app.screen
+        picker.query_one(Input).value = "13B"
+        await pilot.press("enter")
+        await wait_for(pilot, loading.is_set)  # the load has begun, in its thread
+        await pilot.press("escape")
+        assert app.screen is screen
+        picker._loaded(real("13B"))  # type: ignore[attr-defined]  # the worker's late answer
+        release.set()
+        await pilot.pause(0.2)
+        assert app.screen is screen and app.is_running
+        assert screen.plan.model == llama_plan().model  # escape won: nothing was picked
+        await pilot.press("s")
+        assert screen.plan.strategy is not llama_plan().strategy
+
+
 async def test_picking_a_model_the_lora_targets_miss_keeps_the_plan() -> None:
     plan = llama_plan().model_copy(
         update={"method": Method.lora, "lora_targets": ("q_proj", "v_proj")}
