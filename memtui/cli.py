@@ -60,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except UsageError as err:
-        print(f"memtui {args.command}: error: {err}", file=sys.stderr)
+        # the message may echo a path or a value from elsewhere: escaped, one line
+        from memtui.telemetry.text import printable
+
+        print(f"memtui {args.command}: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `memtui estimate --json | head`: the reader left; say nothing more.

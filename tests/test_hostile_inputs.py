@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_nvml.harness import FakeNvml, GiB, gpu
 from test_watch_cli import ROOT, watch
 
 #: (flags, what the one line must name): each a usage error, exit 2.
@@ -172,3 +173,29 @@ def test_replay_that_cannot_be_read_is_one_line_on_stderr(tmp_path: Path) -> Non
     assert out.returncode == 1
     assert "holds no memtui snapshots" in _one_error_line(out)
     assert out.stdout == ""
+
+
+def test_a_hostile_command_line_is_escaped_text_in_the_table(fake_nvml: FakeNvml) -> None:
+    """Another user's process whose arguments hold a terminal title sequence and markup:
+    `watch --once` shows them escaped and literal, and sends no control character."""
+    argv = ["sh", "-c", "sleep 60; :", "\x1b]0;pwned\x07", "[bold]x"]
+    victim = subprocess.Popen(argv)
+    try:
+        fake_nvml.write({"gpus": [gpu(0, used=10 * GiB, procs=[(victim.pid, 9 * GiB)])]})
+        out = watch("--once", env=fake_nvml.env(), timeout=60)
+    finally:
+        victim.kill()
+        victim.wait()
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout and "\x07" not in out.stdout
+    assert "\\x1b]0;pwned\\x07 [bold]x" in out.stdout
+
+
+def test_a_usage_error_escapes_what_the_user_passed(tmp_path: Path) -> None:
+    """A path given on the command line (from a script, a file listing) is echoed in the
+    error line escaped, never as a terminal sequence."""
+    path = tmp_path / "no" / "\x1b]0;pwned\x07" / "t.jsonl"
+    out = watch("--demo", "--once", "--record", str(path), timeout=30)
+    assert out.returncode == 2
+    line = _one_error_line(out)
+    assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line
