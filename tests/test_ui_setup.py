@@ -439,6 +439,52 @@ def test_a_saved_plan_gets_the_umask_mode_not_0600(tmp_path: Path) -> None:
         os.umask(old)
 
 
+def test_saving_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path: Path) -> None:
+    target = tmp_path / "real" / "plan.toml"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "plan.toml"
+    link.symlink_to(target)
+    written = save_plan(llama_plan(), link)
+    assert link.is_symlink() and link.resolve() == target
+    assert load_plan(target) == load_plan(link) and written == target
+    dangling = tmp_path / "new.toml"
+    dangling.symlink_to(tmp_path / "real" / "new-target.toml")
+    save_plan(llama_plan(), dangling)  # a link to a path not made yet: made, through the link
+    assert dangling.is_symlink() and (tmp_path / "real" / "new-target.toml").is_file()
+
+
+def test_saving_onto_a_device_pipe_or_folder_is_refused(tmp_path: Path) -> None:
+    """`--save /dev/full` as root replaced the device with a text file: anything but a
+    regular file (or a path not made yet) is refused, through a link or not, and left as
+    it was."""
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    to_null = tmp_path / "null.toml"
+    to_null.symlink_to(os.devnull)
+    for path in (fifo, to_null, tmp_path):
+        with pytest.raises(OSError, match="not a regular file"):
+            save_plan(llama_plan(), path)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and to_null.is_symlink()
+    assert stat.S_ISCHR(Path(os.devnull).stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null.toml", "pipe"]  # no temp left
+
+
+async def test_the_save_key_says_why_a_path_cannot_take_the_plan(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    app = make_app(llama_plan(), save_path=fifo)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("w")
+        await wait_for(pilot, lambda: "not a regular file" in text_of(app))
+        assert "saved" not in text_of(app)
+
+
 def test_save_flag_and_its_defaults(tmp_path: Path) -> None:
     source = save_plan(llama_plan(), tmp_path / "source.toml")
     out = tmp_path / "out.toml"
