@@ -22,9 +22,10 @@ from memtui.telemetry import ClusterSnapshot, DeviceKey
 from memtui.ui.cluster_rows import ClusterRows, ClusterView
 from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
+from memtui.ui.legend import Legend
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget, redraw_on_theme_change
+from memtui.ui.view_widget import redraw_on_theme_change
 
 
 def _without_background(style: Style) -> Style:
@@ -105,7 +106,7 @@ class GpuPanel(Vertical):
         return self._legend_styles[1]
 
     def compose(self) -> ComposeResult:
-        yield ViewWidget(id="legend")
+        yield Legend(id="legend")
         yield GpuRow(id="plan-row")
         yield ClusterRows(id="cluster")
         for _ in range(self._initial_rows):
@@ -126,9 +127,8 @@ class GpuPanel(Vertical):
         view = self.view
         if view is None or not self.children:
             return
-        legend = self._legend(view)
-        width = max(1, self.query_one("#legend").size.width)
-        self.query_one("#legend", ViewWidget).show(legend, -(-legend.cell_len // width))
+        self.query_one(Legend).show(self._legend(view))
+        width = max(1, self.query_one(Legend).size.width)
         styles = self.row_styles()
         self.query_one("#plan-row", GpuRow).data = RowData(
             budget=view.budget, unit=view.unit, styles=styles
@@ -177,18 +177,23 @@ class GpuPanel(Vertical):
                 styles=styles,
             )
 
-    def _legend(self, view: PanelView) -> Text:
+    def _legend(self, view: PanelView) -> list[list[Text]]:
+        """The legend's variants, as words: long labels, short labels, and short labels
+        without "rows: used/budget" (the legend draws the first that fits two lines)."""
         unit = view.unit
         scale = "10^9" if unit == "GB" else "2^30"
         styles = self.legend_styles()
-        for short in (False, True):
-            text = Text()
-            text.append(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
-            text.append(f" ({unit} = {scale} B; rows: used/budget): ")
-            for term in view.budget.terms:
-                label = term.key.short if short else term.label.lower()
-                text.append("■", styles[term.key])
-                text.append(f"{label} {num(term.bytes, unit)} ")
-            if text.cell_len <= 2 * self.size.width - 12:
-                break  # long labels when they fit on two lines
-        return text
+        total = Text(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
+        variants = []
+        for short, explain in ((False, "; rows: used/budget"), (True, "; rows: used/budget"),
+                               (True, "")):  # fmt: skip
+            head = [total, *(Text(w) for w in f"({unit} = {scale} B{explain}):".split())]
+            terms = [
+                Text.assemble(
+                    ("■", styles[term.key]),
+                    f"{term.key.short if short else term.label.lower()} {num(term.bytes, unit)}",
+                )
+                for term in view.budget.terms
+            ]
+            variants.append([*head, *terms])
+        return variants

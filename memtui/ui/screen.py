@@ -158,7 +158,7 @@ class DashboardScreen(Screen[None]):
                 self._unfitted = self.plan
                 self.set_reactive(DashboardScreen.plan, fitted)  # estimated once, in on_mount
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
-        # wide: settings and strategies on the left, GPUs, levers, processes on the right;
+        # wide: settings and strategies on the left, GPUs, processes, levers on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
         # containers, so there is one table in each place and the `-narrow` class shows one;
         # `_push_plan` feeds the one on screen (no remounting on resize: nothing to lose)
@@ -169,9 +169,12 @@ class DashboardScreen(Screen[None]):
             with VerticalScroll(id="main", can_focus=False):
                 yield GpuPanel(id="gpus", rows=devices)
                 yield StrategyTable(id="strategies-narrow")
+                # during a run, which process it is matters most after the GPUs: the list
+                # comes before the levers, at most a dozen lines tall (it scrolls inside)
+                with VerticalScroll(id="processes"):
+                    yield ProcessTable(id="process-table")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
-                yield ProcessTable(id="processes")
         yield StatusLine(id="status")
         secondary = [
             b.action for b in self.BINDINGS if isinstance(b, Binding) and b.id in FOOTER_SECONDARY
