@@ -82,6 +82,20 @@ def compile_bytecode() -> None:
     )
 
 
+def fake_node(prefix: str) -> tuple[FakeNvml, dict[str, str]]:
+    """memtui's bytecode compiled, and the fake libnvidia-ml serving `scenario()`: the fake
+    and the environment a program needs to load it (no call log: over a minute it grows
+    without bound; no user themes or nvitop settings in the way)."""
+    compile_bytecode()
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
+    fake.write(scenario())
+    env = fake.env()
+    env.pop("FAKE_NVML_CALLS", None)
+    env["XDG_CONFIG_HOME"] = str(work)
+    return fake, env
+
+
 def scenario(used: int = 60 * GiB) -> dict[str, object]:
     """8 H100s at `used` bytes, 8 processes each (host PIDs invisible here, as in a
     container)."""
@@ -298,14 +312,7 @@ def main() -> int:
     parser.add_argument("--soak-interval", type=float, default=1.0, help="soak poll interval")
     parser.add_argument("--soak-every", type=float, default=10.0, help="soak RSS sample period")
     args = parser.parse_args()
-    compile_bytecode()
-
-    work = Path(tempfile.mkdtemp(prefix="memtui-bench-ui-"))
-    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
-    fake.write(scenario())
-    env = fake.env()
-    env.pop("FAKE_NVML_CALLS", None)  # the call log grows without bound over a minute
-    env["XDG_CONFIG_HOME"] = str(work)  # no user themes or nvitop settings in the way
+    fake, env = fake_node("memtui-bench-ui-")
     print(f"memtui UI benchmark: {GPUS} GPUs x {PER_GPU} processes on the fake libnvidia-ml, "
           f"terminal {COLS}x{ROWS}, {os.cpu_count()} CPUs")  # fmt: skip
 

@@ -36,8 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from bench_ui import Terminal, compile_bytecode, scenario  # noqa: E402
-from fake_nvml.harness import FakeNvml, build_fake_nvml  # noqa: E402
+from bench_ui import Terminal, fake_node  # noqa: E402
 
 #: Run in a child: the dashboard's start, phases marked without importing anything early
 #: (an import hook notes when each import begins), the result written as JSON.
@@ -249,13 +248,7 @@ def main() -> int:
         "--sections", default="1234", help="which sections to print, e.g. 2 or 34 (1234)"
     )
     args = parser.parse_args()
-    compile_bytecode()
-    work = Path(tempfile.mkdtemp(prefix="memtui-profile-ui-"))
-    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
-    fake.write(scenario())
-    env = fake.env()
-    env.pop("FAKE_NVML_CALLS", None)
-    env["XDG_CONFIG_HOME"] = str(work)
+    _, env = fake_node("memtui-profile-ui-")
     env["PYTHONPATH"] = str(ROOT)
     print(f"memtui start-up profile: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     sections = {"1": import_times, "3": rss_steps, "4": allocations}
