@@ -8,8 +8,9 @@ Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
    (120x40) and the clock stops when its first full frame reaches the terminal (memtui: the
    last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop:
-   its header). memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median
-   of --runs.
+   its header). Beside them the floor: the bare app that first imports pydantic, defines one
+   model and loads pynvml and psutil (what memtui's libraries cost before it does anything).
+   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
 2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
    stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
 3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
@@ -188,6 +189,7 @@ def nvitop_argv() -> list[str] | None:
 def start_figures(env: dict[str, str], runs: int) -> dict[str, list[float]]:
     programs: dict[str, tuple[list[str], bytes]] = {
         "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame"),
+        "floor: + pydantic, pynvml...": ([sys.executable, "-c", FLOOR_APP], b"bare first frame"),
         "memtui (live, fake NVML)": (memtui_argv(), b"GPU 7"),
     }
     nvitop = nvitop_argv()
@@ -325,6 +327,10 @@ def main() -> int:
     if bare and mine:
         extra = statistics.median(mine) - statistics.median(bare)
         print(f"   memtui - bare Textual: {extra * 1000:+.0f} ms (target <= +250 ms)")
+    floor = starts.get("floor: + pydantic, pynvml...") or []
+    if floor and mine:
+        extra = statistics.median(mine) - statistics.median(floor)
+        print(f"   memtui - floor (Textual, pydantic, pynvml, psutil): {extra * 1000:+.0f} ms")
 
     print("\n2. key press (s: next strategy) to updated budget, headless Pilot")
     samples, baseline = asyncio.run(key_latency(args.presses))
