@@ -9,7 +9,7 @@ host, or a summary row per host when the screen cannot show every GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -19,13 +19,15 @@ from textual.reactive import reactive
 
 from memtui.estimator import Budget
 from memtui.telemetry import ClusterSnapshot, DeviceKey
-from memtui.ui.cluster_rows import ClusterRows, ClusterView
 from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.legend import Legend
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
 from memtui.ui.view_widget import redraw_on_theme_change
+
+if TYPE_CHECKING:
+    from memtui.ui.cluster_rows import ClusterRows
 
 
 def _without_background(style: Style) -> Style:
@@ -108,7 +110,6 @@ class GpuPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Legend(id="legend")
         yield GpuRow(id="plan-row")
-        yield ClusterRows(id="cluster")
         for _ in range(self._initial_rows):
             yield GpuRow(classes="device-row")
 
@@ -137,7 +138,9 @@ class GpuPanel(Vertical):
         many = snapshot is not None and len(snapshot.nodes) > 1
         self.set_class(many, "-cluster")
         if many and snapshot is not None:
-            self.query_one(ClusterRows).show_view(
+            from memtui.ui.cluster_rows import ClusterView
+
+            self._cluster_rows().show_view(
                 ClusterView(
                     budget=view.budget,
                     unit=view.unit,
@@ -176,6 +179,18 @@ class GpuPanel(Vertical):
                 history=tuple(track.history)[-SPARK_WIDTH:],
                 styles=styles,
             )
+
+    def _cluster_rows(self) -> ClusterRows:
+        """The rows of a source of many hosts, mounted (under the plan's row) when the first
+        such snapshot comes: a single node never needs them, nor their module."""
+        from memtui.ui.cluster_rows import ClusterRows
+
+        found = self.query(ClusterRows)
+        if found:
+            return found.first()
+        rows = ClusterRows(id="cluster")
+        self.mount(rows, after="#plan-row")
+        return rows
 
     def _legend(self, view: PanelView) -> list[list[Text]]:
         """The legend's variants, as words: long labels, short labels, and short labels
