@@ -26,7 +26,7 @@ from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
 from memtui.telemetry.text import printable
 from memtui.ui.bar import render_bar, sparkline
-from memtui.ui.gpu_state import RowStatus
+from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
 
@@ -64,8 +64,8 @@ ROW_STYLES = (
     "label",
 )
 
-#: History values a row keeps: what its sparkline draws (so an unchanged GPU is not redrawn).
-SPARK_WIDTH = 8
+#: History values a row draws (all that is kept; an unchanged GPU is not redrawn).
+SPARK_WIDTH = HISTORY
 
 
 @dataclass(frozen=True)
