@@ -2,7 +2,8 @@
 on a narrow screen (they stay in `?`).
 
 Private Textual API, quarantined here (DESIGN.md section 7.11), for two reasons:
-- `Footer.bindings_changed` and `Footer._bindings_ready`: the footer recomposes on every
+- `Footer.bindings_changed`, `Footer._bindings_ready` (and `Widget._pruning`, the check
+  Textual's own recompose makes before it runs): the footer recomposes on every
   change the screen publishes, and as it starts the screen publishes three (its mount, its
   focus, the terminal's focus) that change no key shown, so its 21 keys were composed three
   times: 63 widgets registered and styled where 21 do (benchmarks/profile_ui.py, section 2).
