@@ -1,14 +1,24 @@
-"""How far the estimator is from real PyTorch training steps, term by term.
+"""How far the estimator is from real training steps, term by term.
 
-    python benchmarks/accuracy.py [--write docs/accuracy.md] [--quick]
+    python benchmarks/accuracy.py [--stack generic|trainer|fsdp2|real|all] [--quick]
+                                  [--write docs/accuracy.md]
 
-Runs `memtui.measure` over a grid of catalog models (sizes 124M-47B, MHA/GQA/MQA, vocabularies
-32k-256k, sequences 512-8192, micro-batches 1-8, eager and SDPA attention, no/selective/full
-checkpointing, LoRA, the precisions and optimizers torch.optim has on CPU). Full-size models
-run under FakeTensorMode: every tensor has its real shape and dtype, nothing is allocated, and
-the bytes are the ones a real step has (tests/test_measure_accuracy.py checks fake against
-real on small models). Prints a markdown table: the error of each term per configuration,
-then the median and maximum absolute error per term; `--write` saves it.
+`--stack generic` (the default) runs `memtui.measure` over a grid of catalog models (sizes
+124M-47B, MHA/GQA/MQA, vocabularies 32k-256k, sequences 512-8192, micro-batches 1-8, eager and
+SDPA attention, no/selective/full checkpointing, LoRA, the precisions and optimizers torch.optim
+has on CPU) with memtui's own step. Full-size models run under FakeTensorMode: every tensor has
+its real shape and dtype, nothing is allocated, and the bytes are the ones a real step has
+(tests/test_measure_accuracy.py checks fake against real on small models).
+
+`--stack trainer` / `fsdp2` (`real`: both) run memtui/measure/grid.py's tiny models through
+the stacks themselves, for real on CPU: a real `transformers.Trainer` step with PEFT's
+default LoRA, and Trainer + accelerate's FSDP2 over two CPU processes
+(tests/test_measure_stacks.py checks the rows marked for CI).
+
+Prints markdown tables: the error of each term per configuration, then the median and maximum
+absolute error per term; `--write` replaces the matching section of the file (between its
+`<!-- generic:begin -->` / `<!-- stacks:begin -->` markers), leaving the rest, such as
+benchmarks/published.py's block, as it is.
 """
 
 from __future__ import annotations
@@ -17,12 +27,14 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memtui.estimator.model_source import load_model
 from memtui.estimator.plan import Plan
+from memtui.measure.grid import STACK_GRID
+from memtui.measure.grid import Row as GridRow
 
 TERMS = ("weights", "gradients", "master_weights", "optimizer_states", "activations", "logits",
          "step_temporaries", "peak")  # fmt: skip
@@ -66,6 +78,16 @@ GRID: list[tuple[str, dict[str, Any]]] = [
     ("microsoft/Phi-3-mini-4k-instruct", {"seq_len": 2048, "micro_batch": 1}),
     ("facebook/opt-1.3b", {"seq_len": 2048, "micro_batch": 1}),
     ("EleutherAI/pythia-1b", {"seq_len": 2048, "micro_batch": 1}),
+    # issue 9's families
+    ("microsoft/phi-2", {"seq_len": 2048, "micro_batch": 1}),
+    ("stabilityai/stablelm-3b-4e1t", {"seq_len": 2048, "micro_batch": 1}),
+    ("allenai/OLMo-2-1124-7B", {"seq_len": 2048, "micro_batch": 1}),
+    ("google/gemma-3-1b-pt", {"seq_len": 512, "micro_batch": 4}),
+    ("HuggingFaceTB/SmolLM2-1.7B", {"seq_len": 2048, "micro_batch": 2}),
+    ("Qwen/Qwen3-30B-A3B", {"seq_len": 1024, "micro_batch": 1}),
+    ("deepseek-ai/DeepSeek-V2-Lite", {"seq_len": 1024, "micro_batch": 1, "attention": "eager"}),
+    ("mistralai/Mistral-Nemo-Base-2407", {"seq_len": 2048, "micro_batch": 1,
+                                          "checkpointing": "full"}),
 ]  # fmt: skip
 QUICK = [0, 3, 5, 11, 14]
 
@@ -74,10 +96,31 @@ QUICK = [0, 3, 5, 11, 14]
 class Outcome:
     name: str
     errors: dict[str, float]
+    """(predicted - measured) / measured per term; a tiny term's is 0 (see `tiny`)."""
     seconds: float
     mode: str
     failure: str = ""
     peak_in: str = ""
+    tiny: dict[str, int] = field(default_factory=dict)
+    """Terms under TINY bytes both predicted and measured, by their difference in bytes (a
+    ratio of a few scalars means nothing: gradient clipping's norms)."""
+
+
+TINY = 4096
+
+
+def outcome_of(name: str, result: Any, seconds: float) -> Outcome:
+    """The errors of one measured result, tiny terms apart."""
+    errors, tiny = {}, {}
+    for row in result.rows:
+        if max(abs(row.predicted), abs(row.measured)) < TINY:
+            errors[row.key], tiny[row.key] = 0.0, row.difference
+        else:
+            errors[row.key] = row.error
+    m = result.measurement
+    mode = "fake" if m.fake else "real"
+    peak_in = "fwd/bwd" if m.forward_backward_peak >= m.step_temporaries else "opt. step"
+    return Outcome(name, errors, seconds, mode, "", peak_in, tiny)
 
 
 def describe(plan: Plan) -> str:
@@ -103,38 +146,118 @@ def run_one(ref: str, fields: dict[str, Any]) -> Outcome:
     except (Unsupported, RuntimeError, NotImplementedError) as err:
         line = str(err).splitlines()[0] if str(err) else type(err).__name__
         return Outcome(describe(plan), {}, time.perf_counter() - start, "fake", line[:120])
-    errors = {row.key: row.error for row in result.rows}
-    m = result.measurement
-    mode = "fake" if m.fake else "real"
-    peak_in = "fwd/bwd" if m.forward_backward_peak >= m.step_temporaries else "opt. step"
-    return Outcome(describe(result.plan), errors, time.perf_counter() - start, mode, "", peak_in)
+    return outcome_of(describe(result.plan), result, time.perf_counter() - start)
 
 
-def table(outcomes: list[Outcome]) -> str:
+def table(
+    outcomes: list[Outcome],
+    terms: tuple[str, ...] = TERMS,
+    headers: tuple[str, ...] = HEADERS,
+    first: str = "configuration",
+) -> str:
     lines = [
-        "| configuration | " + " | ".join(HEADERS) + " | peak in |",
-        "|---|" + "---:|" * len(HEADERS) + "---|",
+        f"| {first} | " + " | ".join(headers) + " | peak in |",
+        "|---|" + "---:|" * len(headers) + "---|",
     ]
     for o in outcomes:
         if o.failure:
-            lines.append(f"| {o.name} | not measured: {o.failure} |" + " |" * len(HEADERS))
+            lines.append(f"| {o.name} | not measured: {o.failure} |" + " |" * len(headers))
             continue
-        cells = [f"{o.errors[t]:+.2%}" for t in TERMS]
+        cells = [f"{o.tiny[t]:+,} B" if t in o.tiny else f"{o.errors[t]:+.2%}" for t in terms]
         lines.append(f"| {o.name} | " + " | ".join(cells) + f" | {o.peak_in} |")
     done = [o for o in outcomes if not o.failure]
-    for label, fn in (("median abs error", statistics.median), ("max abs error", max)):
-        cells = [f"{fn(abs(o.errors[t]) for o in done):.2%}" if done else "-" for t in TERMS]
-        lines.append(f"| **{label}** | " + " | ".join(cells) + " | |")
+    ci = [o for o in done if not o.name.endswith(OUT_OF_CI)]
+    groups = [("", done)] + ([(" (rows in CI)", ci)] if ci and len(ci) < len(done) else [])
+    for suffix, group in groups:
+        for label, fn in (("median abs error", statistics.median), ("max abs error", max)):
+            cells = [f"{fn(abs(o.errors[t]) for o in group):.2%}" if group else "-" for t in terms]
+            lines.append(f"| **{label}{suffix}** | " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 
 
-HEADER = """# Estimator accuracy against real PyTorch training steps
+OUT_OF_CI = " (not in CI)"
+
+
+STACK_TERMS = ("weights", "gradients", "master_weights", "optimizer_states", "activations",
+               "logits", "backward_buffers", "step_temporaries", "peak")  # fmt: skip
+STACK_HEADERS = ("weights", "grads", "master", "optimizer", "activations", "logits",
+                 "buffers", "step temps", "peak")  # fmt: skip
+
+
+def run_stack_row(row: GridRow) -> Outcome:
+    """One grid row measured through its stack (a real step on CPU)."""
+    from memtui.measure import Unsupported, measure
+
+    start = time.perf_counter()
+    try:
+        result = measure(row.name, row.plan, config=row.config)
+    except (Unsupported, RuntimeError) as err:
+        line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return Outcome(row.name, {}, time.perf_counter() - start, "real", line[:120])
+    name = row.name + ("" if row.ci else OUT_OF_CI)
+    return outcome_of(name, result, time.perf_counter() - start)
+
+
+TITLE = """# Estimator accuracy against real training steps
+
+Two grids, each regenerated by `benchmarks/accuracy.py` (see its docstring): real stacks run
+with their own defaults on tiny models, for real on CPU, and memtui's own step on full-size
+catalog models under FakeTensorMode. Error = (predicted - measured) / measured; "peak in" says
+whether the step's peak is reached in forward/backward (activations and logits on top of the
+state) or in the optimizer step (its temporaries on top of the state). A term under 4 KiB
+both predicted and measured is shown as its difference in bytes and counts as 0 in the
+medians (gradient clipping's per-tensor norms, a few scalars).
+"""
+
+STACKS_HEADER = """## Through the real stacks (Trainer, PEFT, FSDP2) on CPU
+
+Each row trains a tiny model (hidden 256, 2 layers, vocabulary 4096 unless it says otherwise,
+sequence 256, micro-batch 2; memtui/measure/grid.py) through code memtui did not write:
+`trainer` rows are a real `transformers.Trainer` step with real `TrainingArguments` (bf16=True
+for bf16 and fp32+autocast, the model loaded in bf16 or fp32; the default adamw_torch_fused;
+`activation_checkpointing` for ckpt) and, for LoRA, `peft.get_peft_model` with a `LoraConfig`
+at PEFT's defaults but r=8, the targets and the dropout (q,v is PEFT's own default for llama;
+adapters in fp32, autocast_adapter_dtype=True); `fsdp2` rows are Trainer + accelerate's FSDP2
+(fsdp_version 2, accelerate's MixedPrecisionPolicy, trainable parameters upcast to fp32) over
+two CPU processes with gloo, one rank's bytes against `--stack fsdp2 --gpus 2`. The last
+micro-batch of the second optimizer step and that step are measured per storage (memtui/
+measure/probe.py); "buffers" are the stack's own (autocast's bf16 weight copies, FSDP's
+gathered units, unsharded gradients and reduce-scatter inputs). Rows not in CI say why.
+Reproduce with:
+
+    pip install torch==2.13.0 transformers peft accelerate   # a CPU torch is enough
+    python benchmarks/accuracy.py --stack real --write docs/accuracy.md
+"""
+
+STACKS_NOTES = """
+What CPU cannot show, and what benchmarks/cuda_check.py measures instead on a GPU:
+- The caching allocator (512-byte rounding, 2 MiB segments, per-stream pools, fragmentation),
+  kernel workspaces (cuBLAS, FlashAttention) and the CUDA context: these rows count storages.
+  On CUDA, FSDP2's all-gathers and reduce-scatters run on their own streams and the allocator
+  keeps blocks per stream, so reserved memory exceeds these allocated bytes.
+- Dropout: CPU's composite dropout keeps a mask in the activation dtype, CUDA's fused kernel a
+  1-byte mask; the rows route F.dropout to `native_dropout` (CUDA's kernel, same bool mask on
+  CPU). SDPA with attention dropout falls back to the math kernel on CPU: flash rows run
+  without attention dropout (CUDA's flash kernel keeps only an RNG state for it).
+- Autocast's CPU op lists differ from CUDA's outside the matmuls; LayerNorm statistics are
+  bf16 on CPU, fp32 on CUDA (GPT-2 rows, under 0.1 percent).
+- Not measured on CPU: DeepSpeed (its ZeRO optimizers build CUDA extensions and it is not
+  installed), FSDP1 (accelerate enables FSDP only on accelerator devices; memtui promotes FSDP2
+  alone), torchtune and LitGPT (not installed), QLoRA (bitsandbytes' 4-bit kernels need
+  CUDA), 8-bit and paged optimizers. benchmarks/cuda_check.py runs Trainer steps (QLoRA
+  included) on a GPU and records max_memory_allocated / reserved and NVML's peak.
+- Known gaps, in the table as rows out of CI: fp32 eager attention (the bf16 cast of the
+  fp32 softmax is a no-op in fp32, counted twice); small vocabularies under FSDP2 with
+  checkpointing (a layer's backward sets the peak and the estimate counts all of a unit's
+  gradients there: an upper bound); the Trainer's batch holds labels beside the ids (8 bytes
+  per token the estimate leaves out).
+"""
+
+HEADER = """## memtui's own step on catalog models (FakeTensorMode)
 
 Each row is one training step measured by `memtui measure` (FakeTensorMode: real shapes and
 dtypes, nothing allocated) beside `memtui estimate` for the same plan on one GPU (no sharding,
-no runtime overhead). Error = (predicted - measured) / measured; "peak in" says whether the
-step's peak is reached in forward/backward (activations and logits on top of the state) or in
-the optimizer step (its temporaries on top of the state). Reproduce with:
+no runtime overhead). Reproduce with:
 
     pip install torch==2.13.0 transformers peft   # a CPU torch is enough
     python benchmarks/accuracy.py --write docs/accuracy.md
@@ -143,7 +266,8 @@ The step mirrors the estimator's assumptions: bf16 weights and gradients with an
 copy (bf16-mixed), gradients already allocated (an accumulation micro-batch), the loss
 computed as transformers' Trainer does, AdamW with foreach (torch.optim), transformers'
 Adafactor. `tests/test_measure_accuracy.py` runs a smaller grid for real on CPU in CI and
-checks that FakeTensorMode measures the same bytes as a real step.
+checks that FakeTensorMode measures the same bytes as a real step. It checks memtui against
+its own reading of a step; the section above checks it against the stacks themselves.
 """
 
 NOTES = """
@@ -155,12 +279,15 @@ What the measurement cannot see, and the estimator does not model (it would diff
   (GPT-2 rows: 4 bytes per token per norm, under 0.1 percent).
 
 Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formulas follow):
-- GPT-NeoX / Pythia and Phi-3 (flash rows): on CPU o_proj's input is a copy of the attention
-  output (qw per token per layer). CPU's flash kernel lays its output out like the query, and
-  after a partial-rotary `cat` the query is (b, a, s, d)-contiguous, so transformers'
-  transpose + contiguous copies it; CUDA's flash kernels return a (b, s, a, d) layout that
-  needs no copy, so the estimator counts none. GPT-NeoX with eager attention is not modelled
-  (its eager path differs from LLaMA's and GPT-2's).
+- GPT-NeoX with eager attention is not modelled (its eager path differs from LLaMA's and
+  GPT-2's).
+- Gemma 3 with sequences longer than its sliding window: transformers hands SDPA
+  materialised (b, 1, s, s) masks (two, shared by every layer), not counted yet.
+- DeepSeek-V2-Lite runs eager here: CPU's SDPA has no flash kernel for its unequal q/k and v
+  head widths (192, 128) and falls back to the math kernel; the estimator's flash rows model
+  CUDA's memory-efficient kernel for it. Its router weight is fp32 (weights, gradients:
+  -0.02 percent), which the state does not count yet. Its dense first layer is counted as an
+  MoE layer.
 - Eager attention with full checkpointing keeps the causal mask(s) of shape (b, 1, s, s) as
   layer inputs; a second (sliding-window) mask of Gemma 2 is not modelled.
 - Falcon is not in the table: on CPU its SDPA call gets a mask and falls back to the math
@@ -169,6 +296,10 @@ Known gaps (families whose layers differ from the LLaMA and GPT-2 code the formu
 Modelled from the measurement (memtui/estimator/activations.py):
 - LLaMA-style layers keep the RMSNorm input upcast to fp32 (4h bytes per token per norm) and
   the normalized tensor (2h) besides the norm's output; SDPA's output is o_proj's input.
+- A query made by `torch.cat` (partial rotary: Phi, Phi-3, StableLM, GPT-NeoX) is
+  (b, a, s, d)-contiguous, and the flash kernel's output takes the query's layout (CPU's
+  kernel, and FlashAttention-2's mha_fwd, which allocates it with empty_like(q)), so
+  transformers' transpose + contiguous before o_proj copies it: qw more per token per layer.
 - The loss holds three fp32 b s V buffers at its peak (12 bytes per logit).
 - The activation peak is either the loss's backward or one layer's backward (eager score
   gradients, the layer rebuilt under checkpointing, the weight gradient being accumulated),
@@ -176,29 +307,92 @@ Modelled from the measurement (memtui/estimator/activations.py):
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the markdown to this file")
-    parser.add_argument("--quick", action="store_true", help=f"{len(QUICK)} configurations")
-    args = parser.parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print("needs torch: pip install torch==2.13.0 transformers peft", file=sys.stderr)
-        return 2
-    grid = [GRID[i] for i in QUICK] if args.quick else GRID
+MARKERS = {
+    "stacks": ("<!-- stacks:begin -->", "<!-- stacks:end -->"),
+    "generic": ("<!-- generic:begin -->", "<!-- generic:end -->"),
+}
+STACK_CHOICES = {"trainer": ("trainer",), "fsdp2": ("fsdp2",), "real": ("trainer", "fsdp2")}
+
+
+def replace_section(text: str, section: str, body: str) -> str:
+    """`text` with `section`'s marked block replaced by `body` (appended when absent); a file
+    without the title gets it first. Everything outside the markers is kept."""
+    begin, end = MARKERS[section]
+    block = f"{begin}\n{body.strip()}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        return head + block + rest.split(end, 1)[1]
+    if not text.startswith("# "):
+        text = TITLE + "\n" + text
+    return text.rstrip() + "\n\n" + block + "\n"
+
+
+def generic_section(quick: bool) -> str:
+    grid = [GRID[i] for i in QUICK] if quick else GRID
     outcomes = []
     for ref, fields in grid:
         outcome = run_one(ref, fields)
         print(f"{outcome.name}: {outcome.seconds:.1f}s {outcome.failure}", file=sys.stderr)
         outcomes.append(outcome)
+    return f"{HEADER}\n{_versions()}\n\n{table(outcomes)}\n{NOTES}"
+
+
+def stacks_section(stacks: tuple[str, ...], quick: bool) -> str:
+    rows = [r for r in STACK_GRID if r.plan.stack.value in stacks and (r.ci or not quick)]
+    outcomes = []
+    for row in rows:
+        outcome = run_stack_row(row)
+        print(f"{outcome.name}: {outcome.seconds:.1f}s {outcome.failure}", file=sys.stderr)
+        outcomes.append(outcome)
+    body = table(outcomes, STACK_TERMS, STACK_HEADERS)
+    why = [f"- {r.name}: {r.why}" for r in rows if r.why]
+    out = f"{STACKS_HEADER}\n{_versions(stacks=True)}\n\n{body}\n"
+    if why:
+        out += "\nRows out of CI, and why:\n" + "\n".join(why) + "\n"
+    return out + STACKS_NOTES
+
+
+def _versions(stacks: bool = False) -> str:
     import torch
     import transformers
 
-    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
-    text = f"{HEADER}\nMeasured with {versions}.\n\n{table(outcomes)}\n{NOTES}"
-    print(text)
+    names = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    if stacks:
+        import accelerate
+        import peft
+
+        names += f", peft {peft.__version__}, accelerate {accelerate.__version__}"
+    return f"Measured with {names}."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="also write the markdown to this file")
+    parser.add_argument("--quick", action="store_true", help="a few configurations")
+    parser.add_argument(
+        "--stack",
+        choices=("generic", *STACK_CHOICES, "all"),
+        default="generic",
+        help="memtui's own step (generic), the real stacks (trainer, fsdp2, real), or all",
+    )
+    args = parser.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("needs torch: pip install torch==2.13.0 transformers peft", file=sys.stderr)
+        return 2
+    sections = {}
+    if args.stack in ("generic", "all"):
+        sections["generic"] = generic_section(args.quick)
+    if args.stack != "generic":
+        stacks = STACK_CHOICES.get(args.stack, ("trainer", "fsdp2"))
+        sections["stacks"] = stacks_section(stacks, args.quick)
+    print("\n".join(sections.values()))
     if args.write:
+        text = args.write.read_text(encoding="utf-8") if args.write.exists() else ""
+        for section in ("stacks", "generic"):
+            if section in sections:
+                text = replace_section(text, section, sections[section])
         args.write.write_text(text, encoding="utf-8")
     return 0
 

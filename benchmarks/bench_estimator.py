@@ -73,11 +73,11 @@ def main() -> None:
         )
 
         def no_search(p: Plan = plan) -> None:
-            from memtui.estimator.budget import per_gpu_total
+            from memtui.estimator.budget import breakdown, per_gpu_total
 
             for s in Strategy:
                 per_gpu_total(p, s)
-            levers(p, per_gpu_total(p), per_gpu_total)
+            levers(p, per_gpu_total(p), per_gpu_total, breakdown(p).state.trainable)
 
         evaluation = median_seconds(no_search, args.repeat)
         print(

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memtui import __version__
-from memtui.commands import dashboard, estimate, measure, models, watch
+from memtui.commands import dashboard, estimate, export, measure, models, snapshot, watch
 from memtui.errors import UsageError
 
-SUBCOMMANDS = (estimate, measure, models, watch, dashboard)
+SUBCOMMANDS = (estimate, export, measure, models, watch, snapshot, dashboard)
 #: First tokens that keep argparse's top-level meaning; any other flag starts the dashboard.
 _TOP_LEVEL_FLAGS = {"-h", "--help", "--version"}
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from memtui.estimator.catalog import CATALOG, find, lookup
-from memtui.estimator.configs import FAMILIES
+from memtui.estimator.catalog import (
+    CATALOG,
+    GEMMA3_VISION_TOWER,
+    base_of_variant,
+    find,
+    lookup,
+    lookup_id,
+)
+from memtui.estimator.configs import FAMILIES, ModelConfigError
+from memtui.estimator.model_source import load_model, resolve_model
 
 # DESIGN.md section 5 and issue 2's anchors, exactly as published.
 ANCHORS = {
@@ -40,6 +48,105 @@ def test_catalog_covers_the_families() -> None:
     types = {e.model_type for e in CATALOG.values()}
     required = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3"}
     assert required | {"gpt2", "gpt_neox", "opt", "falcon"} <= types
+    # issue 9: the families people fine-tune now, and the published-measurement benchmark's
+    new = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3", "olmo2", "deepseek_v2", "phi", "stablelm"}
+    assert new <= types
+    for repo in (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "mistralai/Mistral-Nemo-Base-2407",
+        "mistralai/Mistral-Small-24B-Base-2501",
+        "microsoft/phi-4",
+        "HuggingFaceTB/SmolLM2-1.7B",
+        "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+        "stabilityai/stablelm-base-alpha-3b",
+    ):
+        assert repo in CATALOG
+
+
+# Issue 9's published counts, exactly as the research notes found them (each entry's source
+# says where): a wrong config or reader would break these, not only the entry's own number.
+PUBLISHED = {
+    "meta-llama/Llama-3.3-70B-Instruct": 70_553_706_496,
+    "Qwen/Qwen3-4B": 4_022_468_096,
+    "Qwen/Qwen3-14B": 14_768_307_200,
+    "Qwen/Qwen3-32B": 32_762_123_264,
+    "Qwen/Qwen3-30B-A3B": 30_532_122_624,
+    "Qwen/Qwen3-235B-A22B": 235_093_634_560,
+    "google/gemma-3-1b-pt": 999_885_952,
+    "microsoft/phi-4": 14_659_507_200,
+    "microsoft/Phi-4-mini-instruct": 3_836_021_760,
+    "microsoft/phi-1_5": 1_418_270_720,
+    "microsoft/phi-2": 2_779_683_840,
+    "mistralai/Mistral-Nemo-Base-2407": 12_247_782_400,
+    "mistralai/Mistral-Small-24B-Base-2501": 23_572_403_200,
+    "allenai/OLMo-2-1124-7B": 7_298_617_344,
+    "allenai/OLMo-2-1124-13B": 13_716_198_400,
+    "HuggingFaceTB/SmolLM2-135M": 134_515_008,
+    "HuggingFaceTB/SmolLM2-360M": 361_821_120,
+    "HuggingFaceTB/SmolLM2-1.7B": 1_711_376_384,
+    "deepseek-ai/DeepSeek-V2-Lite": 15_706_484_224,
+    "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T": 1_100_048_384,
+    "codellama/CodeLlama-7b-hf": 6_738_546_688,
+    "stabilityai/stablelm-3b-4e1t": 2_795_443_200,
+    "stabilityai/stablelm-base-alpha-3b": 3_637_321_728,
+}
+# Hub totals that count more than the unique parameters (catalog.py's docstring).
+HUB_TOTALS = {
+    "Qwen/Qwen3-0.6B": 751_632_384,
+    "Qwen/Qwen3-1.7B": 2_031_739_904,
+    "google/gemma-3-4b-pt": 4_300_079_472,
+    "google/gemma-3-12b-pt": 12_187_325_040,
+    "google/gemma-3-27b-pt": 27_432_406_640,
+}
+
+
+@pytest.mark.parametrize(("repo_id", "count"), sorted(PUBLISHED.items()))
+def test_new_families_published_counts(repo_id: str, count: int) -> None:
+    entry = CATALOG[repo_id]
+    assert entry.published_parameters == count
+    assert entry.architecture.parameter_count == count
+    assert entry.published_total is None and not entry.beyond_parameters
+
+
+def siglip_parameters(vision: dict) -> int:
+    """A SigLIP vision tower without its head, from its config (modeling_siglip.py):
+    SiglipVisionEmbeddings (a patch Conv2d with bias, one position row per patch),
+    SiglipEncoderLayer (q/k/v/out_proj h x h with bias, layer_norm1/2, SiglipMLP fc1/fc2 with
+    bias) per layer, post_layernorm."""
+    h, f = vision["hidden_size"], vision["intermediate_size"]
+    patch, channels = vision["patch_size"], vision["num_channels"]
+    positions = (vision["image_size"] // patch) ** 2
+    embeddings = channels * patch * patch * h + h + positions * h
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert not vision["vision_use_head"]
+    return embeddings + vision["num_hidden_layers"] * layer + 2 * h
+
+
+@pytest.mark.parametrize(("repo_id", "total"), sorted(HUB_TOTALS.items()))
+def test_hub_totals_are_the_count_plus_named_parts(repo_id: str, total: int) -> None:
+    entry = CATALOG[repo_id]
+    arch = entry.architecture
+    assert entry.published_total == total
+    parts = dict(entry.beyond_parameters)
+    assert entry.published_parameters + sum(parts.values()) == total
+    assert arch.parameter_count == entry.published_parameters
+    if arch.model_type == "qwen3":
+        # a tied model whose checkpoint stores lm_head.weight anyway: one more V x h
+        assert arch.tie_embeddings
+        assert parts == {
+            "lm_head.weight stored beside the tied embedding": 151936 * arch.hidden_size
+        }
+    else:
+        # Gemma 3: the text decoder is counted; the SigLIP tower and the projector
+        # (mm_input_projection_weight vision x text, mm_soft_emb_norm) make up the rest
+        vision = entry.config["vision_config"]
+        assert siglip_parameters(vision) == GEMMA3_VISION_TOWER
+        projector = vision["hidden_size"] * arch.hidden_size + vision["hidden_size"]
+        assert parts == {
+            "SigLIP vision_tower": GEMMA3_VISION_TOWER,
+            "multi_modal_projector": projector,
+        }
+        assert arch.vocab_size == 262_208 and arch.tie_embeddings
 
 
 def test_architecture_is_cached() -> None:
@@ -73,3 +180,98 @@ def test_find_substring_and_fuzzy() -> None:
     # No substring match: the closest names (a typo).
     assert find("gema-7b")[0].repo_id == "google/gemma-7b"
     assert find("zzzzqqqq") == []
+
+
+# Variant ids (catalog.py _ALIASES and the aliases of the new entries), as the research notes
+# list them: each resolves to the base entry's architecture.
+VARIANTS = {
+    "meta-llama/Llama-2-7b-chat-hf": "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.2-1B-Instruct": "meta-llama/Llama-3.2-1B",
+    "meta-llama/Llama-3.2-3B-Instruct": "meta-llama/Llama-3.2-3B",
+    "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+    "allenai/OLMo-2-1124-7B-Instruct": "allenai/OLMo-2-1124-7B",
+    "allenai/OLMo-2-1124-13B-Instruct": "allenai/OLMo-2-1124-13B",
+    "HuggingFaceTB/SmolLM2-135M-Instruct": "HuggingFaceTB/SmolLM2-135M",
+    "HuggingFaceTB/SmolLM2-360M-Instruct": "HuggingFaceTB/SmolLM2-360M",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": "HuggingFaceTB/SmolLM2-1.7B",
+    "deepseek-ai/DeepSeek-V2-Lite-Chat": "deepseek-ai/DeepSeek-V2-Lite",
+    "TinyLlama/TinyLlama-1.1B-Chat-v1.0": "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+    "stabilityai/stablelm-tuned-alpha-3b": "stabilityai/stablelm-base-alpha-3b",
+    "mistralai/Mistral-Nemo-Instruct-2407": "mistralai/Mistral-Nemo-Base-2407",
+    "mistralai/Mistral-Small-24B-Instruct-2501": "mistralai/Mistral-Small-24B-Base-2501",
+    "google/gemma-3-1b-it": "google/gemma-3-1b-pt",
+    "google/gemma-3-4b-it": "google/gemma-3-4b-pt",
+    "google/gemma-3-12b-it": "google/gemma-3-12b-pt",
+    "google/gemma-3-27b-it": "google/gemma-3-27b-pt",
+    "meta-llama/CodeLlama-7b-hf": "codellama/CodeLlama-7b-hf",
+}
+
+
+@pytest.mark.parametrize(("variant", "base"), sorted(VARIANTS.items()))
+def test_variant_ids_resolve_to_their_base(variant: str, base: str) -> None:
+    assert lookup(variant) is CATALOG[base]
+    assert lookup(variant.upper()) is CATALOG[base]
+    assert lookup_id(f" {variant.lower()} ") == (variant, CATALOG[base])
+    spec = load_model(variant)
+    assert spec.name == variant  # the user's model, named as they named it
+    assert spec.architecture == CATALOG[base].architecture
+    assert spec.parameters == CATALOG[base].published_parameters
+    assert resolve_model(variant).origin == "catalog"
+
+
+def test_aliases_are_the_listed_ones_and_unique() -> None:
+    listed = {alias: e.repo_id for e in CATALOG.values() for alias in e.aliases}
+    assert listed == VARIANTS
+    names = [n.lower() for e in CATALOG.values() for n in (e.repo_id, *e.aliases)]
+    assert len(names) == len(set(names))
+
+
+def test_variant_short_names_and_search() -> None:
+    assert lookup("Llama-3.2-3B-Instruct") is CATALOG["meta-llama/Llama-3.2-3B"]
+    assert [e.repo_id for e in find("3.2-3b instruct")] == ["meta-llama/Llama-3.2-3B"]
+    assert [e.repo_id for e in find("nemo instruct")] == ["mistralai/Mistral-Nemo-Base-2407"]
+
+
+@pytest.mark.parametrize(
+    ("ref", "base"),
+    [
+        ("meta-llama/Llama-3.2-3B-chat", "meta-llama/Llama-3.2-3B"),  # not a published id
+        ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B"),  # not confirmed
+        ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+        ("someone/Llama-3.2-3B-Instruct", None),  # another organisation's fine-tune
+        ("meta-llama/Llama-3.2-11B-Vision-Instruct", None),
+    ],
+)
+def test_unknown_variant_still_fails_clearly(
+    ref: str, base: str | None, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    assert lookup(ref) is None
+    assert base_of_variant(ref) == base
+    with pytest.raises(ModelConfigError) as err:
+        load_model(ref)
+    message = str(err.value)
+    assert "\n" not in message and f"model {ref!r} not found" in message
+    if base:
+        assert f"the catalog has {base}, but not this variant of it" in message
+    else:
+        assert "the catalog has" not in message
+
+
+def test_find_does_not_match_inside_a_word() -> None:
+    # '3.1' is no part of TinyLlama's '...-step-1431k-3T'; 'llama' starts a word of TinyLlama
+    assert "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T" not in {
+        e.repo_id for e in find("llama 3.1")
+    }
+    assert "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T" in {
+        e.repo_id for e in find("llama")
+    }
+
+
+def test_new_entries_join_their_organisation() -> None:
+    order = list(CATALOG)
+    assert order.index("Qwen/Qwen3-0.6B") == order.index("Qwen/Qwen3-8B") + 1
+    assert order.index("microsoft/phi-4") > order.index("microsoft/Phi-3-medium-4k-instruct")
+    assert order.index("google/gemma-3-1b-pt") == order.index("google/gemma-2-27b") + 1

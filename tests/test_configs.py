@@ -173,6 +173,87 @@ FALCON_40B = {
     "num_kv_heads": 8,
 }
 
+# Issue 9's families: the keys of the config.json copies the research notes read
+# (/work/scratch/catalog_research.json), with the usual non-tensor keys around them.
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 6144,
+    "max_position_embeddings": 40960, "mlp_only_layers": [], "model_type": "qwen3_moe",
+    "moe_intermediate_size": 768, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+    "num_key_value_heads": 4, "output_router_logits": False, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 151936,
+}  # fmt: skip
+GEMMA3_1B = {
+    "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "attn_logit_softcapping": None, "bos_token_id": 2, "eos_token_id": [1, 106],
+    "final_logit_softcapping": None, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 1152, "initializer_range": 0.02, "intermediate_size": 6912,
+    "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+    "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+    "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512,
+    "sliding_window_pattern": 6, "torch_dtype": "bfloat16", "vocab_size": 262144,
+}  # fmt: skip
+GEMMA3_4B = {  # text_config without vocab_size: Gemma3TextConfig's 262,208 applies
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+    "eoi_token_index": 256000, "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {"head_dim": 256, "hidden_size": 2560, "intermediate_size": 10240,
+                    "model_type": "gemma3_text", "num_attention_heads": 8,
+                    "num_hidden_layers": 34, "num_key_value_heads": 4,
+                    "query_pre_attn_scalar": 256, "rope_scaling": {"factor": 8.0,
+                    "rope_type": "linear"}, "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                      "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False},
+}  # fmt: skip
+OLMO2_7B = {
+    "architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "eos_token_id": 100257, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 11008, "max_position_embeddings": 4096,
+    "model_type": "olmo2", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "pad_token_id": 100277, "rms_norm_eps": 1e-06,
+    "rope_scaling": None, "rope_theta": 500000, "tie_word_embeddings": False,
+    "torch_dtype": "float32", "use_cache": True, "vocab_size": 100352,
+}  # fmt: skip
+DEEPSEEK_V2_LITE = {
+    "architectures": ["DeepseekV2ForCausalLM"], "attention_bias": False,
+    "attention_dropout": 0.0, "aux_loss_alpha": 0.001, "bos_token_id": 100000,
+    "eos_token_id": 100001, "first_k_dense_replace": 1, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 10944,
+    "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v2",
+    "moe_intermediate_size": 1408, "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64,
+    "n_shared_experts": 2, "norm_topk_prob": False, "num_attention_heads": 16,
+    "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16,
+    "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "rms_norm_eps": 1e-06, "routed_scaling_factor": 1.0, "scoring_func": "softmax",
+    "tie_word_embeddings": False, "topk_group": 1, "topk_method": "greedy",
+    "torch_dtype": "bfloat16", "use_cache": True, "v_head_dim": 128, "vocab_size": 102400,
+}  # fmt: skip
+PHI_2 = {
+    "architectures": ["PhiForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 50256,
+    "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 2560,
+    "initializer_range": 0.02, "intermediate_size": 10240, "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 2048, "model_type": "phi", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+    "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "use_cache": True,
+    "vocab_size": 51200,
+}  # fmt: skip
+STABLELM_3B = {
+    "architectures": ["StableLmForCausalLM"], "bos_token_id": 0, "eos_token_id": 0,
+    "hidden_act": "silu", "hidden_dropout": 0.0, "hidden_size": 2560,
+    "initializer_range": 0.02, "intermediate_size": 6912, "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 4096, "model_type": "stablelm", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.25,
+    "rope_theta": 10000, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_cache": True, "use_qkv_bias": False, "vocab_size": 50304,
+}  # fmt: skip
+
 # Published totals (Hugging Face safetensors metadata, model cards, Pythia paper Table 1).
 REAL: dict[str, tuple[dict[str, Any], int]] = {
     "llama": (LLAMA_2_7B, 6_738_415_616),
@@ -190,6 +271,15 @@ REAL: dict[str, tuple[dict[str, Any], int]] = {
     "opt-350m": (OPT_350M, 331_196_416),
     "opt-125m": (OPT_125M, 125_239_296),
     "falcon": (FALCON_7B, 6_921_720_704),
+    # issue 9 (catalog.py cites each figure; Gemma 3 4B: the text decoder's share of the hub
+    # total 4,300,079,472, less its SigLIP tower and projector)
+    "qwen3_moe": (QWEN3_30B_A3B, 30_532_122_624),
+    "gemma3_text": (GEMMA3_1B, 999_885_952),
+    "gemma3": (GEMMA3_4B, 3_880_263_168),
+    "olmo2": (OLMO2_7B, 7_298_617_344),
+    "deepseek_v2": (DEEPSEEK_V2_LITE, 15_706_484_224),
+    "phi": (PHI_2, 2_779_683_840),
+    "stablelm": (STABLELM_3B, 2_795_443_200),
 }
 
 
@@ -329,6 +419,38 @@ BAD: dict[str, tuple[Any, str]] = {
     "mlp_only_layers": ({**QWEN15_MOE, "mlp_only_layers": "0,1"}, "'mlp_only_layers'"),
     "missing ffn_dim": (_drop(OPT_125M, "ffn_dim"), "'ffn_dim' is missing"),
     "falcon n_head": (_drop(FALCON_7B, "num_attention_heads"), "'num_attention_heads'"),
+    # issue 9's families: one malformed field each, named in the message
+    "qwen3_moe experts": (_drop(QWEN3_30B_A3B, "num_experts"), "'num_experts' is missing"),
+    "qwen3_moe top-k": ({**QWEN3_30B_A3B, "num_experts_per_tok": 129}, "'num_experts_per_tok'"),
+    "gemma3 text_config": (_drop(GEMMA3_4B, "text_config"), "'text_config' is missing"),
+    "gemma3 text_config list": ({**GEMMA3_4B, "text_config": [1]}, "'text_config' must be"),
+    "gemma3 nested field": (
+        {**GEMMA3_4B, "text_config": {**GEMMA3_4B["text_config"], "hidden_size": "2560"}},
+        "'text_config.hidden_size' must be an integer",
+    ),
+    "gemma3 nested type": (
+        {**GEMMA3_4B, "text_config": {**GEMMA3_4B["text_config"], "model_type": "llama"}},
+        "'text_config.model_type' is 'llama', expected 'gemma3_text'",
+    ),
+    "gemma3_text heads": ({**GEMMA3_1B, "num_attention_heads": 0}, "'num_attention_heads'"),
+    "olmo2 layers": (_drop(OLMO2_7B, "num_hidden_layers"), "'num_hidden_layers' is missing"),
+    "deepseek kv rank": ({**DEEPSEEK_V2_LITE, "kv_lora_rank": 0}, "'kv_lora_rank' must be"),
+    "deepseek q rank": ({**DEEPSEEK_V2_LITE, "q_lora_rank": "1536"}, "'q_lora_rank' must be"),
+    "deepseek freq": ({**DEEPSEEK_V2_LITE, "moe_layer_freq": 2}, "'moe_layer_freq' is 2"),
+    "deepseek kv heads": (
+        {**DEEPSEEK_V2_LITE, "num_key_value_heads": 8},
+        "'num_key_value_heads' must equal num_attention_heads (16)",
+    ),
+    "deepseek mlp bias": ({**DEEPSEEK_V2_LITE, "mlp_bias": True}, "'mlp_bias' is true"),
+    "deepseek top-k": (_drop(DEEPSEEK_V2_LITE, "num_experts_per_tok"), "'num_experts_per_tok'"),
+    "phi qk_layernorm": ({**PHI_2, "qk_layernorm": True}, "'qk_layernorm' is true"),
+    "phi dropout": ({**PHI_2, "resid_pdrop": 1.5}, "'resid_pdrop' must be at least 0"),
+    "stablelm qk_layernorm": ({**STABLELM_3B, "qk_layernorm": True}, "'qk_layernorm' is true"),
+    "stablelm heads": (
+        {**STABLELM_3B, "num_attention_heads": 7, "num_key_value_heads": 7},
+        "'hidden_size' (2560) is not a multiple of the head count (7)",
+    ),
+    "stablelm bias": ({**STABLELM_3B, "use_qkv_bias": "no"}, "'use_qkv_bias' must be"),
     "unknown type": ({**LLAMA_2_7B, "model_type": "t5"}, "'model_type' is 't5'"),
     "no type": (_drop(LLAMA_2_7B, "model_type"), "'model_type' is missing"),
     "type not str": ({**LLAMA_2_7B, "model_type": 7}, "'model_type' must be a string"),
@@ -370,3 +492,183 @@ def test_error_names_source_and_type() -> None:
     with pytest.raises(ModelConfigError) as err:
         architecture_from_config(_drop(LLAMA_2_7B, "hidden_size"), "x/config.json")
     assert str(err.value) == "x/config.json: field 'hidden_size' is missing (model_type llama)"
+
+
+# --- issue 9: the new families' structures ---------------------------------------------------
+
+
+def test_deepseek_v2_q_lora_rank_null_absent_and_set() -> None:
+    # null: a plain q_proj (h -> 16 x 192); absent: DeepseekV2Config's default 1536, which adds
+    # q_a_proj (h x 1536), q_a_layernorm (1536) and q_b_proj (1536 x 3072) instead
+    lite = architecture_from_config(DEEPSEEK_V2_LITE)
+    absent = architecture_from_config(_drop(DEEPSEEK_V2_LITE, "q_lora_rank"))
+    h, q, r, n = 2048, 16 * 192, 1536, 27
+    assert absent.parameter_count - lite.parameter_count == n * (h * r + r + r * q - h * q)
+    assert absent.parameter_count - lite.parameter_count == 42_508_800  # the research's figure
+    assert absent.q_lora_rank == 1536 and lite.q_lora_rank == 0
+    names = {lin.name for lin in absent.linear_layers}
+    assert {"q_a_proj", "q_b_proj"} <= names and "q_proj" not in names
+
+
+def test_deepseek_v2_latent_attention_and_experts() -> None:
+    arch = architecture_from_config(DEEPSEEK_V2_LITE)
+    assert (arch.dim_head, arch.v_dim, arch.qk_rope_head_dim) == (192, 128, 64)
+    assert arch.q_width == 16 * 192 and arch.attention_out_width == 16 * 128
+    assert arch.kv_b_width == 16 * (128 + 128)
+    shapes = {lin.name: (lin.d_in, lin.d_out, lin.count) for lin in arch.linear_layers}
+    assert shapes["kv_a_proj_with_mqa"] == (2048, 512 + 64, 27)
+    assert shapes["kv_b_proj"] == (512, 4096, 27)
+    assert shapes["o_proj"] == (2048, 2048, 27)
+    # layer 0 dense (first_k_dense_replace 1); 26 MoE layers of 64 experts (top-6) and an
+    # ungated shared MLP of 2 x 1408, the router kept in fp32
+    assert arch.moe_layer_count == 26 and arch.num_experts == 64 and arch.experts_per_token == 6
+    assert arch.shared_expert_intermediate_size == 2816 and not arch.shared_expert_gate
+    assert arch.router_fp32 and arch.rotary_cat
+    assert "shared_expert_gate" not in shapes
+    all_dense = architecture_from_config({**DEEPSEEK_V2_LITE, "first_k_dense_replace": 27})
+    assert all_dense.moe_layer_count == 0 and all_dense.num_experts == 0
+    moe_mlp = 64 * 2048 + 64 * 3 * 2048 * 1408 + 3 * 2048 * 2816
+    assert arch.parameter_count - all_dense.parameter_count == 26 * (moe_mlp - 3 * 2048 * 10944)
+
+
+def test_olmo2_post_norms_and_full_width_qk_norms() -> None:
+    arch = architecture_from_config(OLMO2_7B)
+    assert arch.norm_position == "post" and not arch.leading_norm
+    assert arch.qk_norm == "full" and arch.norm_output_fp32
+    norms = {t.name: (t.shape, t.count) for t in arch.tensors if t.group == "norm"}
+    assert norms["q_norm"] == ((4096,), 32) and norms["k_norm"] == ((4096,), 32)
+    # OLMo 2 32B's GQA: k_norm spans the 8 key heads only (research: 32,234,279,936)
+    gqa = architecture_from_config(
+        {**OLMO2_7B, "hidden_size": 5120, "intermediate_size": 27648, "num_attention_heads": 40,
+         "num_hidden_layers": 64, "num_key_value_heads": 8}
+    )  # fmt: skip
+    norms = {t.name: t.shape for t in gqa.tensors if t.group == "norm"}
+    assert norms["q_norm"] == (5120,) and norms["k_norm"] == (1024,)
+    assert gqa.parameter_count == 32_234_279_936
+
+
+def test_phi_one_norm_parallel_block_and_lm_head_bias() -> None:
+    arch = architecture_from_config(PHI_2)
+    assert arch.norms_per_layer == 1 and arch.parallel_residual and arch.norm_kind == "layernorm"
+    assert arch.lm_head_bias and arch.hidden_act == "gelu_new" and arch.rotary_cat
+    head = {t.name: t.shape for t in arch.tensors if t.group == "head"}
+    assert head == {"lm_head": (51200, 2560), "lm_head.bias": (51200,)}
+    # tied: the lm_head weight goes, its bias stays (PhiForCausalLM ties the weight only)
+    tied = architecture_from_config({**PHI_2, "tie_word_embeddings": True})
+    assert arch.parameter_count - tied.parameter_count == 51200 * 2560
+    # dropout probabilities as PhiDecoderLayer / PhiModel / eager attention apply them
+    drop = architecture_from_config({**PHI_2, "embd_pdrop": 0.2, "attention_dropout": 0.05})
+    assert (drop.residual_dropout, drop.embedding_dropout, drop.attention_dropout) == (
+        0.1,
+        0.2,
+        0.05,
+    )
+    assert drop.attention_output_dropout
+
+
+def test_stablelm_bias_parallel_and_mlp_only_dropout() -> None:
+    arch = architecture_from_config(STABLELM_3B)
+    assert arch.norms_per_layer == 2 and not arch.parallel_residual
+    assert not arch.attention_bias and not arch.attention_out_bias and arch.mlp_kind == "gated"
+    biased = architecture_from_config({**STABLELM_3B, "use_qkv_bias": True})
+    assert biased.parameter_count - arch.parameter_count == 32 * 3 * 2560  # q, k, v; not o
+    parallel = architecture_from_config({**STABLELM_3B, "use_parallel_residual": True})
+    assert parallel.norms_per_layer == 1 and parallel.parallel_residual
+    assert arch.parameter_count - parallel.parameter_count == 32 * 2 * 2560
+    dropped = architecture_from_config({**STABLELM_3B, "hidden_dropout": 0.1})
+    assert dropped.residual_dropout == 0.1 and not dropped.attention_output_dropout
+
+
+def test_gemma3_text_and_multimodal() -> None:
+    text = architecture_from_config(GEMMA3_1B)
+    assert text.qk_norm == "per_head" and text.norms_per_layer == 4 and text.tie_embeddings
+    assert text.hidden_act == "gelu_pytorch_tanh" and text.norm_output_fp32
+    assert (text.attn_softcap, text.logit_softcap) == (0.0, 0.0)  # None: Gemma 3 has none
+    mm = architecture_from_config(GEMMA3_4B)
+    assert mm.model_type == "gemma3" and mm.vocab_size == 262_208
+    assert (mm.hidden_size, mm.num_layers, mm.kv_heads, mm.dim_head) == (2560, 34, 4, 256)
+    # the class defaults fill what the nested config leaves out
+    bare = {**GEMMA3_4B, "text_config": {"model_type": "gemma3_text"}}
+    default = architecture_from_config(bare)
+    assert (default.hidden_size, default.num_layers, default.num_heads) == (2304, 26, 8)
+    # Gemma3ForConditionalGeneration's lm_head follows the top-level tie flag
+    untied = architecture_from_config({**GEMMA3_4B, "tie_word_embeddings": False})
+    assert untied.parameter_count - mm.parameter_count == 262_208 * 2560
+
+
+def test_gemma_activations_read_from_the_key_their_mlp_uses() -> None:
+    assert architecture_from_config(GEMMA_7B).hidden_act == "gelu_pytorch_tanh"  # "gelu"
+    gemma2 = {**GEMMA2_9B, "hidden_act": "silu", "hidden_activation": "gelu_new"}
+    assert architecture_from_config(gemma2).hidden_act == "gelu_new"
+
+
+def test_qwen3_moe_sparse_layers_without_shared_expert() -> None:
+    arch = architecture_from_config(QWEN3_30B_A3B)
+    assert arch.moe_layer_count == 48 and arch.expert_width == 768
+    assert arch.qk_norm == "per_head" and arch.shared_expert_intermediate_size == 0
+    sparse = 128 * 2048 + 128 * 3 * 2048 * 768
+    dense = 3 * 2048 * 6144
+    step = architecture_from_config({**QWEN3_30B_A3B, "mlp_only_layers": [0, 1]})
+    assert step.moe_layer_count == 46
+    assert arch.parameter_count - step.parameter_count == 2 * (sparse - dense)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (PHI_2, {"q_proj", "k_proj", "v_proj", "dense", "fc1", "fc2"}),
+        (
+            STABLELM_3B,
+            {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+        ),
+        (OLMO2_7B, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
+        (GEMMA3_4B, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
+        (
+            QWEN3_30B_A3B,
+            {"q_proj", "k_proj", "v_proj", "o_proj", "gate", "gate_proj", "up_proj", "down_proj"},
+        ),
+        (
+            DEEPSEEK_V2_LITE,
+            {
+                "q_proj",
+                "kv_a_proj_with_mqa",
+                "kv_b_proj",
+                "o_proj",
+                "gate",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            },
+        ),
+        (
+            {**DEEPSEEK_V2_LITE, "q_lora_rank": 1536},
+            {
+                "q_a_proj",
+                "q_b_proj",
+                "kv_a_proj_with_mqa",
+                "kv_b_proj",
+                "o_proj",
+                "gate",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            },
+        ),
+    ],
+    ids=["phi", "stablelm", "olmo2", "gemma3", "qwen3_moe", "deepseek_v2", "deepseek_v2-q-lora"],
+)
+def test_lora_target_names_per_family(config: dict[str, Any], expected: set[str]) -> None:
+    """The leaf module names PEFT matches (modeling_*.py), for all-linear and by name. For
+    the MoE experts and router these are the transformers-4 names (gate, gate_proj, up_proj,
+    down_proj) that PEFT 0.21 maps onto transformers 5's stacked expert parameters and router
+    weight (peft/utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING)."""
+    arch = architecture_from_config(config)
+    assert {lin.name for lin in arch.lora_layers(("all-linear",))} == expected
+    for name in expected:
+        assert {lin.name for lin in arch.lora_layers((name,))} == {name}
+    attention = {lin.name for lin in arch.lora_layers(("attention",))}
+    assert attention == expected - {"fc1", "fc2", "gate", "gate_proj", "up_proj", "down_proj"}
+    with pytest.raises(ValueError, match="matches no module"):
+        arch.lora_layers(("c_attn",))
+    # the output layer only when named (issue 9 stacks: PEFT adapts it only then)
+    assert {lin.name for lin in arch.lora_layers(("lm_head",))} == {"lm_head"}

@@ -14,11 +14,10 @@ from memtui.estimator import (
     Optimizer,
     OverheadSettings,
     Plan,
-    Precision,
     Strategy,
     estimate,
 )
-from memtui.estimator.activations import activation_bytes
+from memtui.estimator.activations import Setup, activation_bytes
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.model_source import load_model
 from memtui.estimator.state import (
@@ -123,19 +122,17 @@ def test_korthikanti_gpt_layer_without_recompute_is_34_plus_5as_over_h():
         embedding_dropout=0.1,
         eager_softmax_fp32=False,
     )
-    kwargs = dict(seq_len=s, micro_batch=b, precision=Precision.bf16_mixed)
     tail = (5 * h + 24) * s * b  # dropout mask, final norm, lm_head input, ids and labels
-    eager = activation_bytes(
-        arch, attention=Attention.eager, checkpointing=Checkpointing.none, **kwargs
-    )
+
+    def acts(attention: Attention, checkpointing: Checkpointing) -> int:
+        # 16-bit activations throughout, as Korthikanti et al. count them
+        return activation_bytes(arch, Setup(attention, checkpointing), s, b)
+
+    eager = acts(Attention.eager, Checkpointing.none)
     assert eager - tail == s * b * (34 * h + 16) + 5 * a * s * s * b
-    flash = activation_bytes(
-        arch, attention=Attention.flash, checkpointing=Checkpointing.none, **kwargs
-    )
+    flash = acts(Attention.flash, Checkpointing.none)
     assert flash - tail == s * b * (34 * h + 16) + 4 * a * s * b  # + FlashAttention's fp32 LSE
-    selective = activation_bytes(
-        arch, attention=Attention.eager, checkpointing=Checkpointing.selective, **kwargs
-    )
+    selective = acts(Attention.eager, Checkpointing.selective)
     # Selective keeps Korthikanti's 34sbh; with one layer, rebuilding its attention core in
     # backward can cost more than the loss buffers it outlives, so it is a lower bound here.
     assert s * b * (34 * h + 16) <= selective - tail < eager - tail

@@ -39,6 +39,23 @@ def test_missing_torch_is_one_line_with_the_install_hint_and_exit_2():
     assert "Traceback" not in out.stderr
 
 
+@pytest.fixture
+def tiny_config(tmp_path: Path) -> Path:
+    """A config.json of a 2-layer LLaMA small enough for a real CPU step in a second."""
+    config = {
+        "model_type": "llama",
+        "hidden_size": 128,
+        "intermediate_size": 344,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "vocab_size": 2048,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
 needs_torch = pytest.mark.skipif(
     any(
         __import__("importlib").util.find_spec(name) is None
@@ -62,18 +79,8 @@ def test_catalog_model_under_fake_tensor_mode_as_json():
 
 
 @needs_torch
-def test_config_json_runs_a_real_step_and_prints_the_table(tmp_path: Path):
-    config = {
-        "model_type": "llama",
-        "hidden_size": 128,
-        "intermediate_size": 344,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "num_hidden_layers": 2,
-        "vocab_size": 2048,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
+def test_config_json_runs_a_real_step_and_prints_the_table(tiny_config: Path):
+    path = tiny_config
     out = memtui("measure", "--model", str(path), "--seq-len", "128", "--micro-batch", "2")
     assert out.returncode == 0, out.stderr
     assert "real step on CPU" in out.stdout
@@ -98,3 +105,28 @@ def test_what_cannot_run_here_is_one_line_and_exit_2(flags, says):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert says in lines[0]
+
+
+@needs_torch
+def test_stack_trainer_runs_a_real_trainer_step_as_json(tiny_config: Path):
+    path = tiny_config
+    flags = ["--stack", "trainer", "--seq-len", "128", "--micro-batch", "2", "--json"]
+    out = memtui("measure", "--model", str(path), *flags)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["stack"], data["mode"], data["world_size"]) == ("trainer", "real", 1)
+    assert data["plan"]["precision"] == "bf16"  # --stack trainer's first precision
+    terms = data["terms"]
+    assert terms["master_weights"]["predicted"] == terms["master_weights"]["measured"] == 0
+    for key in ("weights", "gradients", "optimizer_states"):
+        assert terms[key]["predicted"] == terms[key]["measured"] > 0
+
+
+@needs_torch
+def test_a_stack_not_measured_on_cpu_says_why_in_one_line():
+    flags = ["--model", "openai-community/gpt2", "--stack", "deepspeed", "--seq-len", "64"]
+    out = memtui("measure", *flags)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "not measured on CPU" in lines[0] and "CUDA" in lines[0]

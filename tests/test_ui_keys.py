@@ -274,7 +274,10 @@ async def test_enter_steps_a_setting_or_opens_the_picker_and_pages_scroll(
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
-        await pilot.press("down", "enter")  # GPUs/node one up
+        from memtui.ui.plan_edits import BY_KEY, SETTINGS
+
+        rows_down = ["down"] * SETTINGS.index(BY_KEY["gpus_per_node"])
+        await pilot.press(*rows_down, "enter")  # GPUs/node one up
         assert screen.plan.hardware.gpus_per_node == 9
         main = app.screen.query_one("#main")
         assert main.scroll_y == 0

@@ -8,6 +8,9 @@
                                         Prometheus (dcgm-exporter or nvitop-exporter)
     memtui --plan plan.toml --gpus 4    a saved plan, then any plan flag of `memtui estimate`
     memtui --plan a.toml --save b.toml  the save key (w) writes b.toml, leaving a.toml as it is
+    memtui --from ds.json train.sh      the plan a job's own files say (j: from the running
+                                        job; e: export the plan as its stack's config)
+    memtui --snapshot oom.pickle        a PyTorch memory snapshot over the dashboard (key F)
 
 The plan flags are `memtui estimate`'s (one parser: `plan_flags.add_plan_arguments`). This
 module imports argparse-level things only; Textual, pynvml and the estimator load in `run`,
@@ -21,7 +24,7 @@ import gc
 from pathlib import Path
 from typing import Any
 
-from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
 
@@ -44,6 +47,11 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         f"./{DEFAULT_SAVE})",
     )
     g.add_argument("--theme", metavar="NAME", help="memtui-dark (default), memtui-light, ...")
+    g.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="open a PyTorch memory snapshot (or memory_stats JSON) over the dashboard (key F)",
+    )
     add_plan_arguments(parser)
 
 
@@ -72,20 +80,24 @@ def build(args: argparse.Namespace) -> Any:
         raise UsageError(f"--replay {args.replay}: no such file")
     if not args.demo:
         first = FirstPoll(_open(args))
+    if args.snapshot and not Path(args.snapshot).is_file():
+        raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
     base = None
     if args.plan:
         from memtui.plans.memtui_toml import load_plan
 
         base = load_plan(args.plan)
-    plan = plan_from_args(args, base=base)
+    plan, imported = plan_and_import(args, base=base)
     fit: set[str] = set()
     if first is not None:
-        # live, replay or a cluster: size the plan to the GPUs seen, unless a flag or a plan
-        # file said (a demo node is built from the plan, so it already matches)
-        if base is None and args.gpus is None:
+        # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan
+        # file or the job's files (--from) said (a demo node is built from the plan)
+        said = imported.sets if imported is not None else lambda field: False
+        if base is None and args.gpus is None and not said("hardware.gpus_per_node"):
             fit.add("gpus")
-        if base is None and args.nodes is None and first.source.info.cluster:
+        cluster = first.source.info.cluster
+        if base is None and args.nodes is None and cluster and not said("hardware.nodes"):
             fit.add("nodes")  # a source of many hosts also says how many nodes
         if base is None and args.gpu_memory is None:
             fit.add("memory")
@@ -102,6 +114,7 @@ def build(args: argparse.Namespace) -> Any:
         fit_to_devices=frozenset(fit),
         save_path=Path(args.save or args.plan or DEFAULT_SAVE),
         first_poll=first,
+        snapshot=Path(args.snapshot) if args.snapshot else None,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
 
 
 def register(sub: Any) -> None:
@@ -26,12 +26,17 @@ def run(args: argparse.Namespace) -> int:
     from memtui.estimator import estimate
     from memtui.estimator.report import EstimateDocument
 
-    plan = plan_from_args(args)
+    plan, imported = plan_and_import(args)
     report = estimate(plan)
     if args.json:
-        print(EstimateDocument.of(plan, report).model_dump_json(indent=2))
+        sources = (imported.provenance, imported.assumptions) if imported else ((), ())
+        print(EstimateDocument.of(plan, report, *sources).model_dump_json(indent=2))
         return 0
     from memtui.commands.estimate_text import print_report
 
+    if imported is not None:
+        from memtui.commands.import_text import print_imported
+
+        print_imported(imported)
     print_report(plan, report)
     return 0

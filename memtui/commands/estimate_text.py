@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from memtui.estimator.units import GB, format_count
 
@@ -22,10 +23,14 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture
     console.print(
-        f"[bold]{plan.model.name}[/]: {format_count(report.parameters.total)} parameters "
-        f"({format_count(report.parameters.trainable)} trainable), {plan.method.value}, "
-        f"{plan.precision.value}, {plan.optimizer.value}, {plan.strategy.value} on "
-        f"{hw.nodes} x {hw.gpus_per_node} x {hw.gpu_name} ({hw.gpu_memory / GB:.1f} GB each)"
+        Text(plan.model.name, style="bold")
+        + Text(
+            f": {format_count(report.parameters.total)} parameters "
+            f"({format_count(report.parameters.trainable)} trainable), {plan.method.value}, "
+            f"{plan.precision.value}, {plan.optimizer.value}, {plan.strategy.value} on "
+            f"{hw.nodes} x {hw.gpus_per_node} x {hw.gpu_name} ({hw.gpu_memory / GB:.1f} GB "
+            f"each); stack: {report.stack}"
+        )
     )
     console.print(
         f"micro-batch {plan.micro_batch} x seq {plan.seq_len} x accum {plan.grad_accum}, "
@@ -41,13 +46,29 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     terms.add_column("Source", overflow="fold")
     for t in b.terms:
         terms.add_row(t.label, _gb(t.bytes), t.source)
-    terms.add_row("[bold]Total[/]", f"[bold]{_gb(b.total)}[/]", f"static {_gb(b.static)} GB")
+    terms.add_row(
+        "[bold]Total[/]",
+        f"[bold]{_gb(b.total)}[/]",
+        f"as nvidia-smi shows it; tensors (max_memory_allocated) {_gb(b.allocated)} GB, "
+        f"reserved {_gb(b.reserved)} GB, static {_gb(b.static)} GB",
+    )
     terms.add_row("Capacity", _gb(b.capacity), hw.gpu_name)
     console.print(terms)
+    console.print(
+        "Runtime overhead: "
+        + ", ".join(f"{r.name} {_gb(r.bytes)} GB ({r.where})" for r in report.runtime if r.bytes)
+    )
+    phases = Table(title="Phases (busiest GPU, CPU RAM per node)", title_justify="left")
+    for col in ("Phase", "GPU GB", "CPU RAM GB", "What"):
+        phases.add_column(col, justify="left" if col in ("Phase", "What") else "right")
+    for phase in report.phases:
+        phases.add_row(
+            phase.name, _gb(phase.gpu_bytes), _gb(phase.cpu_bytes_per_node), phase.source
+        )
+    console.print(phases)
     verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
-    console.print(f"{verdict}: headroom {_gb(b.headroom)} GB per GPU")
-    if b.cpu_ram:
-        console.print(f"CPU RAM for offload: {_gb(b.cpu_ram * hw.gpus_per_node)} GB per node")
+    peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
+    console.print(f"{verdict}: headroom {_gb(b.headroom)} GB per GPU{peak}")
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):

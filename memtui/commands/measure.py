@@ -28,7 +28,10 @@ def register(sub: Any) -> None:
             "Build the model with random weights, run one training step with the plan's "
             "settings (on CPU, or under FakeTensorMode without allocating), and print the "
             "predicted and measured bytes of every term. Measured as one process: one GPU, "
-            "no sharding, no runtime overhead."
+            "no sharding, no runtime overhead. With --stack trainer the step is a real "
+            "transformers.Trainer step (PEFT's default LoRA for --method lora); with --stack "
+            "fsdp2 Trainer + accelerate's FSDP2 over two CPU processes, compared per GPU "
+            "with the plan on two GPUs."
         ),
     )
     add_plan_arguments(parser)
@@ -52,6 +55,8 @@ def _missing_dependency(plan: Any) -> str | None:
     import importlib
 
     needed = ["torch", "transformers"] + (["peft"] if plan.method.value != "full" else [])
+    if plan.stack.value in ("trainer", "fsdp2"):  # transformers.Trainer runs on accelerate
+        needed.append("accelerate")
     missing = []
     for name in needed:
         try:
@@ -69,6 +74,8 @@ def result_json(result: Any) -> dict[str, Any]:
     return {
         "model": result.plan.model.name,
         "mode": "fake" if m.fake else "real",
+        "stack": result.plan.stack.value,
+        "world_size": m.world_size,
         "plan": result.plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
         "terms": {row.key: row.as_dict() for row in result.rows},
         "peak_detail": m.peak_detail,
@@ -88,7 +95,7 @@ def _print_table(result: Any) -> None:
         f"[bold]{plan.model.name}[/]: {plan.method.value}, {plan.precision.value}, "
         f"{plan.optimizer.value}, micro-batch {plan.micro_batch} x seq {plan.seq_len}, "
         f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}; "
-        f"{'FakeTensorMode (nothing allocated)' if m.fake else 'real step on CPU'}, one GPU"
+        f"{_how(plan.stack.value, m)}"
     )
     table = Table(title="Predicted vs measured (GB = 10^9 bytes)", title_justify="left")
     table.add_column("Term", no_wrap=True)
@@ -107,6 +114,17 @@ def _print_table(result: Any) -> None:
     console.print(table)
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")
+
+
+def _how(stack: str, m: Any) -> str:
+    """How the step was measured, for the table's first line."""
+    if m.fake:
+        return "FakeTensorMode (nothing allocated), one GPU"
+    if stack == "trainer":
+        return "a real transformers.Trainer step on CPU, one GPU"
+    if stack == "fsdp2":
+        return f"Trainer + accelerate FSDP2 over {m.world_size} CPU processes, per GPU (rank 0)"
+    return "real step on CPU, one GPU"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ def _row(entry: Any) -> dict[str, Any]:
     arch = entry.architecture
     return {
         "repo_id": entry.repo_id,
+        "aliases": list(entry.aliases),
         "model_type": arch.model_type,
         "parameters": arch.parameter_count,
         "published_parameters": entry.published_parameters,
@@ -70,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
         kind = r["model_type"]
         if r["experts"]:
             kind += f" top{r['experts_per_token']}/{r['experts']}"
+        # variant ids that resolve to this entry, one per line under it
+        name = "\n".join([r["repo_id"], *(f"  = {alias}" for alias in r["aliases"])])
         table.add_row(
-            r["repo_id"],
+            name,
             kind,
             f"{r['parameters']:,}",
             format_count(r["parameters"]),

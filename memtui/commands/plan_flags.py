@@ -15,20 +15,22 @@ from memtui.errors import UsageError, one_line
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
+    from memtui.plans.imports import Imported
 
 DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
 
 
-def _gpu_memory(text: str) -> tuple[int, str, str | None]:
-    """(bytes, card name, its default interconnect) for a size or a card preset."""
+def _gpu_memory(text: str) -> tuple[int, str, str | None, float | None]:
+    """(bytes, card name, its default interconnect, its compute capability) for a size or a
+    card preset."""
     from memtui.estimator.hardware import GPUS, gpu_preset
     from memtui.estimator.units import parse_size
 
     preset = gpu_preset(text)
     if preset:
-        return preset.memory, preset.name, preset.intra_node
+        return preset.memory, preset.name, preset.intra_node, preset.compute_capability
     try:
-        return parse_size(text), f"{text} GPU", None
+        return parse_size(text), f"{text} GPU", None, None
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"{err}, or a card: {', '.join(GPUS)}") from None
 
@@ -59,6 +61,20 @@ def _fraction(text: str) -> float:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
     return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; use e.g. 0.05") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 0 and below 1")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def _positive(text: str) -> int:
@@ -97,14 +113,33 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     from memtui.estimator.plan import (
         Attention,
         Checkpointing,
+        LossKind,
         Method,
         Offload,
         Optimizer,
         Precision,
+        StackName,
         StateDtype,
         Strategy,
     )
 
+    parser.add_argument(
+        "--from",
+        dest="from_files",
+        nargs="+",
+        metavar="FILE",
+        help="read the plan from the job's own files: DeepSpeed JSON, accelerate YAML, "
+        "TrainingArguments JSON, axolotl, LLaMA-Factory or torchtune YAML, a launch script; "
+        "flags given as well win over them",
+    )
+    g = parser.add_argument_group("stack")
+    g.add_argument(
+        "--stack",
+        choices=_choices(StackName),
+        help="the software that runs the job; its own bookkeeping sizes every term "
+        "(generic: memtui's model of a step). Switching stack adapts strategy, precision "
+        "and loss flags not given to ones it runs",
+    )
     g = parser.add_argument_group("model")
     g.add_argument(
         "--model",
@@ -140,6 +175,23 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "--lora-fraction",
         type=_fraction,
         help="adapter size as a share of the model: 0.025 or 2.5%% (bare counts)",
+    )
+    g.add_argument(
+        "--qlora-keeps-inputs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="QLoRA's 4-bit linears keep their inputs (bitsandbytes before 0.43.2)",
+    )
+    g.add_argument(
+        "--lora-dropout",
+        type=_probability,
+        help="LoRA dropout (PEFT default 0; above 0 each adapter keeps a mask and a copy)",
+    )
+    g.add_argument(
+        "--modules-to-save",
+        type=_names,
+        metavar="NAMES",
+        help="modules trained in full beside the adapters: lm_head,embed_tokens",
     )
     g.add_argument(
         "--double-quant",
@@ -178,6 +230,36 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--attention", choices=_choices(Attention))
     g.add_argument("--checkpointing", choices=_choices(Checkpointing))
     g.add_argument("--tp", type=_positive, help="tensor-parallel degree (sequence parallel on)")
+    g.add_argument(
+        "--loss",
+        choices=_choices(LossKind),
+        help="full: logits whole (transformers); chunked (torchtune, LitGPT); fused: "
+        "linear cross-entropy (Liger, CCE)",
+    )
+    g.add_argument(
+        "--activation-offload",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="checkpointed layer inputs to pinned CPU RAM (needs --checkpointing full)",
+    )
+    g.add_argument(
+        "--optimizer-in-backward",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="step and free each gradient in its hook (torchtune; no grad accumulation)",
+    )
+    g = parser.add_argument_group("DeepSpeed ZeRO (--stack deepspeed; default: Trainer's auto)")
+    g.add_argument("--ds-reduce-bucket", type=_count, metavar="ELEMENTS")
+    g.add_argument("--ds-prefetch-bucket", type=_count, metavar="ELEMENTS")
+    g.add_argument("--ds-max-live-parameters", type=_count, metavar="ELEMENTS")
+    g.add_argument("--ds-persistence-threshold", type=_count, metavar="ELEMENTS")
+    g.add_argument("--ds-overlap-comm", action=argparse.BooleanOptionalAction, default=None)
+    g.add_argument(
+        "--ds-grad-accum-fp32",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="data_types.grad_accum_dtype fp32 (ZeRO-1: BF16_Optimizer)",
+    )
     g = parser.add_argument_group("runtime overhead")
     g.add_argument(
         "--overhead",
@@ -186,7 +268,18 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--cuda-context", type=_size, metavar="SIZE")
     g.add_argument("--nccl-buffers", type=_size, metavar="SIZE")
-    g.add_argument("--fragmentation", type=_fraction, metavar="FRACTION")
+    g.add_argument(
+        "--fragmentation",
+        type=_fraction,
+        metavar="FRACTION",
+        help="allocator reserve beyond the allocated peak (0.10)",
+    )
+    g.add_argument(
+        "--expandable-segments",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    )
 
 
 _PLAN_FIELDS = {
@@ -208,6 +301,22 @@ _PLAN_FIELDS = {
     "attention": "attention",
     "checkpointing": "checkpointing",
     "tp": "tp",
+    "stack": "stack",
+    "loss": "loss",
+    "lora_dropout": "lora_dropout",
+    "qlora_keeps_inputs": "qlora_keeps_inputs",
+    "modules_to_save": "modules_to_save",
+    "activation_offload": "activation_offload",
+    "optimizer_in_backward": "optimizer_in_backward",
+    "expandable_segments": "expandable_segments",
+}
+_DEEPSPEED_FIELDS = {
+    "ds_reduce_bucket": "reduce_bucket_size",
+    "ds_prefetch_bucket": "prefetch_bucket_size",
+    "ds_max_live_parameters": "max_live_parameters",
+    "ds_persistence_threshold": "persistence_threshold",
+    "ds_overlap_comm": "overlap_comm",
+    "ds_grad_accum_fp32": "grad_accum_fp32",
 }
 _HARDWARE_FIELDS = {
     "gpus": "gpus_per_node",
@@ -232,6 +341,14 @@ def _given(args: argparse.Namespace, fields: dict[str, str]) -> dict[str, Any]:
 
 def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
+    return plan_and_import(args, base)[0]
+
+
+def plan_and_import(
+    args: argparse.Namespace, base: Plan | None = None
+) -> tuple[Plan, Imported | None]:
+    """The plan of the flags over the files of `--from` (if any) over `base`, and what the
+    files decided (their fields' origins and assumptions)."""
     from pydantic import ValidationError
 
     from memtui.estimator.configs import ModelConfigError
@@ -242,6 +359,7 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
     try:
+        files = getattr(args, "from_files", None)
         if args.params is not None:
             model = ModelSpec.from_parameters(args.params)
         elif args.model is not None or base is None:
@@ -250,10 +368,12 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
             model = base.model
         hw = _given(args, _HARDWARE_FIELDS)
         if args.gpu_memory is not None:
-            memory, name, link = args.gpu_memory
+            memory, name, link, capability = args.gpu_memory
             hw.update(gpu_memory=memory, gpu_name=name)
             if link and args.intra_node is None:
                 hw["intra_node_bandwidth"] = INTRA_NODE[link]
+            if capability is not None:
+                hw["compute_capability"] = capability
         overhead = _given(args, _OVERHEAD_FIELDS)
         if args.overhead:
             overhead["enabled"] = args.overhead != "none"
@@ -263,6 +383,32 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
                 t.strip() for t in args.lora_targets.split(",") if t.strip()
             )
         start = base if base is not None else Plan(model=model)
-        return start.evolve(model=model, hardware=hw, overhead=overhead, **fields)
+        deepspeed = _given(args, _DEEPSPEED_FIELDS)
+        flags = {**fields, "hardware": hw, "overhead": overhead, "deepspeed": deepspeed}
+        imported = None
+        if files:
+            from memtui.plans.imports import import_files
+
+            given = {
+                *fields,
+                *(f"hardware.{k}" for k in hw),
+                *(f"deepspeed.{k}" for k in deepspeed),
+            }
+            model_given = args.model is not None or args.params is not None
+            imported, start = import_files(files, start.evolve(model=model), given, model_given)
+            if imported.model is None and not model_given and base is None:
+                imported.notes.append(f"the files name no model: {DEFAULT_MODEL} (--model)")
+            model = start.model
+        from memtui.plans.imports import combine
+
+        changes, notes = combine(start, imported, flags)
+        if imported is not None:
+            imported.notes += notes
+        try:
+            return start.evolve(model=model, **changes), imported
+        except (ValidationError, ValueError) as err:
+            if imported is None:
+                raise
+            raise UsageError(f"{imported.label}: {one_line(err)}") from None
     except (ValidationError, ModelConfigError, ValueError) as err:
         raise UsageError(one_line(err)) from None

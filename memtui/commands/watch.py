@@ -55,6 +55,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--count", type=int, metavar="N", help="stop after N polls")
     p.add_argument("--record", metavar="FILE", help="append each snapshot to a JSONL trace")
     p.add_argument(
+        "--attach",
+        action="store_true",
+        help="also recognise the training jobs on the GPUs (torchrun, accelerate, deepspeed, "
+        "tune, axolotl, llamafactory-cli) and compare each with its own plan's budget "
+        "(--json: that report instead of the snapshot)",
+    )
+    p.add_argument(
         "--speed", type=float, default=1.0, metavar="X", help="replay speed; 0 = one line per poll"
     )
     add_source_arguments(p)
@@ -173,15 +180,19 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             # the run ends on this failure: its one line goes to stderr (and not the table)
             failed = stop and _exit_code(snapshot) != 0
-            if args.json:
+            if args.json and not args.attach:
                 print(snapshot.dump_json(indent=2 if args.once else None), flush=True)
-            elif not (failed and not snapshot.devices):
+            elif not args.json and not (failed and not snapshot.devices):
                 _print_table(
                     snapshot,
                     clear=not args.once and polls > 1,
                     retry_s=retry_s,
                     say_failure=not failed,
                 )
+            if args.attach:
+                from memtui.commands.attach_text import print_attach
+
+                print_attach(snapshot, args.json)
             if failed:
                 _error(snapshot.message)
             if stop:

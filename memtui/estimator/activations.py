@@ -3,8 +3,11 @@
 Every constant lives here, as a list of saved tensors per layer, so a measurement that
 disagrees (`memtui measure`, `benchmarks/accuracy.py`) is corrected in one place. Sizes are
 elements per token (x s x b), per position (x s, shared by the batch) or per token x sequence
-(x s^2 x b, the attention scores), each in a dtype: the activation dtype (2 bytes in bf16,
-4 in fp32), fp32, int64 or a 1-byte mask.
+(x s^2 x b, the attention scores), each in a dtype: the compute dtype of matmuls and
+attention (2 bytes in bf16, 4 in fp32), the residual stream's dtype (fp32 under autocast with
+fp32 weights, or after PEFT's k-bit preparation upcasts the embeddings), fp32, int64 or a
+1-byte mask. How the stack runs the model (`Setup`) decides those widths and what LoRA
+adapters keep.
 
 Sources. GPT-style layers: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 Transformer Models", sec. 4.1 and Table 2 (sbh(34 + 5as/h) with 16-bit activations and 1-byte
@@ -30,19 +33,75 @@ s the sequence; multiply by s b):
 - Full checkpointing: 2h per layer (its input); selective: the layer without its attention
   core. Backward then rebuilds one layer (or core) at a time, and its gradient buffers
   (`_attention_backward`, `_mlp_backward`) add to the peak only beyond the loss's buffers.
-- Logits and loss: 12 bytes per logit, b s V (`LOSS_FP32_BUFFERS_AT_PEAK`).
+- Logits and loss: 12 bytes per logit, b s V, with the fp32 upcast (`LOSS_BUFFERS_AT_PEAK`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memtui.estimator.architecture import Architecture
-from memtui.estimator.choices import Attention, Checkpointing, Precision
+from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
 
-ACT, FP32, MASK, INT64 = "act", "fp32", "mask", "int64"
+ACT, RES, FP32, MASK, INT64 = "act", "res", "fp32", "mask", "int64"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How a stack runs the model's forward and backward: what sizes each saved tensor."""
+
+    attention: Attention
+    checkpointing: Checkpointing
+    compute_bytes: int = 2
+    """Matmul inputs and outputs, attention tensors, MLP intermediates (ACT)."""
+    residual_bytes: int = 2
+    """The residual stream, the norms' inputs and outputs, checkpointed layer inputs (RES)."""
+    trainable_roles: frozenset[str] | None = None
+    """Linear roles whose weights (or adapters) train; None: every weight (full fine-tune)."""
+    lora_rank: int = 0
+    adapter_input_bytes: int = 0
+    """Each adapted linear keeps its own copy of its input, this many bytes per element:
+    PEFT casts the input to the adapter's dtype (fp32 by default) before lora_A, which saves
+    the copy (bf16 again under autocast). 0: the adapter shares the base layer's input."""
+    adapter_output_bytes: int = 2
+    """Bytes per element of lora_A's output, which lora_B keeps."""
+    adapter_dropout: bool = False
+    """LoRA dropout p > 0: each adapted linear keeps a 1-byte mask and the dropped input."""
+    frozen_linears_keep_inputs: bool = False
+    """The frozen base linears keep their inputs anyway: bitsandbytes' MatMul4Bit before
+    0.43.2 saved the input of every 4-bit linear (`ctx.tensors = (A, B)`; PR #1270
+    "fix QLoRA mem bug: delete useless buffered activation" dropped it)."""
+    one_adapter_per_input: bool = False
+    """The adapters of projections that read the same input share one lora_A, one dropout
+    and one kept input (lit-gpt's LoRAQKVLinear over the fused qkv projection)."""
+    offload_layer_inputs: bool = False
+    """Activation offloading: checkpointed layer inputs go to pinned CPU memory, a couple of
+    layers' worth stays on the GPU (torchtune OffloadActivations, save_on_cpu)."""
+    grad_bytes: int = 2
+    """Bytes of a weight's gradient (the parameter dtype)."""
+    loss: LossKind = LossKind.full
+    loss_chunks: int = 8
+    """Chunks of a chunked cross-entropy (torchtune's num_output_chunks = 8)."""
+    kept_logits_bytes: int = 0
+    """Bytes per logit of output logits the training loop still holds during backward
+    (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
+    loss_bytes: int = 4
+    """Bytes per logit of the log-probs the loss keeps and of its gradient buffers: 4 when it
+    upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
+    2 when cross_entropy runs on the bf16 logits (torchtune's CrossEntropyLoss recipes of
+    2024, lit-gpt)."""
+    input_casts: frozenset[str] = frozenset()
+    """Roles of the linears that cast their input to the compute dtype themselves, each
+    keeping its own copy (full fine-tuning under autocast with an fp32 residual stream: the
+    norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
+    weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
+    kept three times in the compute dtype, the MLP's by gate and up twice."""
+    fused_qkv: bool | None = None
+    """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
+    architecture says."""
+    tp: int = 1
 
 
 @dataclass(frozen=True)
@@ -65,19 +124,19 @@ def _w(*roles: str) -> frozenset[str]:
     return frozenset(roles)
 
 
-def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Saved]:
-    """What one norm keeps (count of them, each of `width`)."""
+def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 1) -> list[Saved]:
+    """What one norm keeps (count of them, each of `width`), reading the residual stream."""
     if arch.norm_kind == "layernorm":
         # aten.native_layer_norm keeps its input and fp32 mean and 1/std per row (CUDA keeps
         # the statistics in fp32 for 16-bit inputs; CPU keeps them in the input dtype).
         return [
-            Saved(f"{what} input", per_token=count * width),
+            Saved(f"{what} input", per_token=count * width, dtype=RES),
             Saved(f"{what} mean and 1/std", per_token=2 * count, dtype=FP32),
         ]
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
-    # x * rsqrt keeps both, and weight * y keeps y (in the activation dtype) for the weight's
-    # gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    normalized = FP32 if arch.norm_output_fp32 else ACT
+    # x * rsqrt keeps both, and weight * y keeps y (cast back to the input dtype) for the
+    # weight's gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
+    normalized = FP32 if arch.norm_output_fp32 else RES
     return [
         Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
         Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
@@ -87,12 +146,15 @@ def _norm(arch: Architecture, what: str, width: int, count: int = 1) -> list[Sav
     ]
 
 
-def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Saved], list[Saved]]:
+def _attention_core(
+    arch: Architecture, attention: Attention, fused_qkv: bool | None = None
+) -> tuple[list[Saved], list[Saved]]:
     """Tensors the attention function keeps, from q, k, v (after rotary) to its output, in
-    forward order: (up to the softmax, what the ops after the softmax keep)."""
+    forward order: (up to the softmax, what the ops after the softmax keep). `fused_qkv`
+    overrides the architecture's for a stack whose model code fuses the projection."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
     if attention is Attention.flash:
-        return _flash_core(arch), []
+        return _flash_core(arch, arch.fused_qkv if fused_qkv is None else fused_qkv), []
     # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
     # reshape to 3-D copies them), softmax keeps its output, the cast to the activation dtype
     # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. Without rotary (GPT-2,
@@ -100,11 +162,13 @@ def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Save
     # output (measured). GPT-2 and Falcon softmax in the activation dtype, the others in fp32.
     # Dropout p > 0 keeps a 1-byte mask and its output (Korthikanti: 2as^2b + as^2b + 2as^2b).
     if arch.rotary:
+        # (DeepSeek-V2: q and k are a (nope + rope) wide per head, v a v_head_dim; the value
+        # is a strided view of kv_b_proj's output, which the 3-D reshape copies too.)
         before = [
             Saved("query", per_token=qw),
             Saved("key, repeated to every query head", per_token=qw),
         ]
-        after = [Saved("value, repeated to every query head", per_token=qw)]
+        after = [Saved("value, repeated to every query head", per_token=arch.attention_out_width)]
     else:
         before = [Saved("q, k, v (projection output, kept by their views)", per_token=qw + 2 * kvw)]
         after = []
@@ -122,25 +186,42 @@ def _attention_core(arch: Architecture, attention: Attention) -> tuple[list[Save
     return before, after
 
 
-def _flash_core(arch: Architecture) -> list[Saved]:
+def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
     v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
-    and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output is laid out
-    (b, s, a, d), so the transpose before o_proj needs no copy: o_proj's input is it."""
-    a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    if arch.fused_qkv and arch.rotary:
-        # A fused qkv_proj (Phi-3, GPT-NeoX): rotary makes new q and k, but v stays a view of
-        # the projection output, so the whole output stays alive with it.
+    and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output takes q's
+    layout: (b, s, a, d) after Llama's elementwise rotary, so the transpose before o_proj
+    needs no copy and o_proj's input is the output itself; not so after a torch.cat
+    (`Architecture.rotary_cat`)."""
+    a, qw, kvw, out = arch.num_heads, arch.q_width, arch.kv_width, arch.attention_out_width
+    if arch.latent_attention:
+        # DeepSeek-V2: q (a torch.cat) and k (expand_kv's new_empty) are new tensors; v is a
+        # view of kv_b_proj's output (each head's key part and value), which stays whole.
+        qkv = [
+            Saved("query, key (new tensors)", per_token=qw + kvw),
+            Saved("kv_b_proj output (kept by the value view)", per_token=arch.kv_b_width),
+        ]
+    elif fused_qkv and arch.rotary:
+        # A fused qkv_proj (Phi-3, GPT-NeoX, lit-gpt's attn): rotary makes new q and k, but v
+        # stays a view of the projection output, so the whole output stays alive with it.
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
     else:
-        qkv = [Saved("query, key, value", per_token=qw + 2 * kvw)]
-    return [
+        qkv = [Saved("query, key, value", per_token=qw + kvw + arch.v_width)]
+    saved = [
         *qkv,
-        Saved("attention output (= o_proj input)", per_token=qw),
+        Saved("attention output (= o_proj input)", per_token=out),
         Saved("attention log-sum-exp", per_token=a, dtype=FP32),
     ]
+    if arch.rotary_cat and arch.v_dim == arch.dim_head:
+        # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
+        # output, and the transpose to (b, s, a d) before o_proj is a copy, kept for o_proj's
+        # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
+        # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
+        # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
+        saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o")))
+    return saved
 
 
 def _mlp(arch: Architecture) -> list[Saved]:
@@ -168,11 +249,24 @@ def _mlp(arch: Architecture) -> list[Saved]:
 
 
 def _moe_mlp(arch: Architecture) -> list[Saved]:
-    """Top-k routed experts (Mixtral, Qwen2-MoE): each token passes through k expert MLPs.
-    Not yet checked against a measurement (see docs/accuracy.md)."""
+    """Top-k routed experts (Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2): each token passes
+    through k expert MLPs (transformers 5's grouped experts: the gathered inputs, the fused
+    gate/up output, the activation and product, the expert outputs). Checked against tiny
+    Qwen3-MoE and DeepSeek-V2 steps on CPU (tests/test_measure_accuracy.py); every layer is
+    counted as an MoE layer, the dense ones too (DeepSeek's first_k_dense_replace, Qwen's
+    mlp_only_layers)."""
     h, k, e, fe = arch.hidden_size, arch.experts_per_token, arch.num_experts, arch.expert_width
-    saved = [
-        Saved("router input", per_token=h, for_weights=_w("router")),
+    fs = arch.shared_expert_intermediate_size
+    if arch.router_fp32:
+        # DeepSeek-V2: the router's F.linear keeps an fp32 copy of its input; the norm output
+        # itself is kept by the shared experts' gate and up projections
+        saved = [Saved("router input upcast to fp32", per_token=h, dtype=FP32,
+                       for_weights=_w("router"))]  # fmt: skip
+        if fs:
+            saved.append(Saved("shared experts' input", per_token=h, for_weights=_w("gate", "up")))
+    else:
+        saved = [Saved("router input", per_token=h, for_weights=_w("router"))]
+    saved += [
         Saved("router probabilities", per_token=e, dtype=FP32),
         Saved(
             "expert inputs (gathered tokens)",
@@ -185,82 +279,130 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
         Saved("expert down inputs", per_token=k * fe, for_weights=_w("expert_down")),
         Saved("expert outputs (for routing weights)", per_token=k * h),
     ]
-    fs = arch.shared_expert_intermediate_size
     if fs:
-        saved += [
-            Saved("shared expert activations", per_token=4 * fs),
-            Saved("shared expert gate input", per_token=h),
-        ]
+        saved.append(Saved("shared expert activations", per_token=4 * fs))
+        if arch.shared_expert_gate:  # Qwen2-MoE; DeepSeek-V2 adds its shared experts ungated
+            saved.append(Saved("shared expert gate input", per_token=h))
     return saved
 
 
 def _attention_parts(
-    arch: Architecture, attention: Attention, selective: bool
+    arch: Architecture, setup: Setup, selective: bool
 ) -> tuple[list[Saved], list[Saved]]:
     """The attention sub-layer after its norm, split where backward meets the attention core:
     (projection inputs and the core's tensors, what comes after the core)."""
     h, a, qw, kvw = arch.hidden_size, arch.num_heads, arch.q_width, arch.kv_width
-    upto = [Saved("QKV input (norm output)", per_token=h, for_weights=_w("q", "k", "v", "qkv"))]
-    if arch.qk_norm == "per_head":  # Qwen3: an RMSNorm of head_dim on every q and k head
+    out = arch.attention_out_width
+    source = "norm output" if arch.norm_position == "pre" else "layer input"  # OLMo 2: none
+    upto = [
+        Saved(
+            f"QKV input ({source})",
+            per_token=h,
+            for_weights=_w("q", "k", "v", "qkv", "q_a", "kv_a"),
+        )
+    ]
+    # RMSNorms inside attention, all computing in fp32 (x.float(), rsqrt) and keeping the
+    # normalized tensor for their weight in the activation dtype, or in fp32 where they
+    # multiply by the weight before the cast (Gemma 3's 1 + w, OLMo 2's w * x).
+    normalized = FP32 if arch.norm_output_fp32 else ACT
+    if arch.qk_norm != "none":
+        # per_head (Qwen3, Gemma 3): head_dim wide on every q and k head, one 1/rms per head;
+        # full (OLMo 2): q_norm over q_proj's whole output, k_norm over k_proj's, one each
+        rms = a + arch.kv_heads if arch.qk_norm == "per_head" else 2
         upto += [
             Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=FP32),
-            Saved("q/k norm 1/rms", per_token=a + arch.kv_heads, dtype=FP32),
-            Saved("q/k normalized", per_token=qw + kvw, for_weights=_w("norm")),
+            Saved("q/k norm 1/rms", per_token=rms, dtype=FP32),
+            Saved("q/k normalized", per_token=qw + kvw, dtype=normalized, for_weights=_w("norm")),
         ]
+    if arch.latent_attention:
+        # DeepSeek-V2: q_a_layernorm (with q_lora_rank) and kv_a_layernorm on the latent part
+        # of kv_a_proj_with_mqa's output; each output is the next projection's input
+        for rank, nxt in ((arch.q_lora_rank, "q_b"), (arch.kv_lora_rank, "kv_b")):
+            if rank:
+                upto += [
+                    Saved(f"{nxt[:-2]}_a_layernorm input upcast to fp32", per_token=rank,
+                          dtype=FP32),
+                    Saved(f"{nxt[:-2]}_a_layernorm 1/rms", per_token=1, dtype=FP32),
+                    Saved(f"{nxt[:-2]}_a_layernorm normalized", per_token=rank,
+                          for_weights=_w("norm")),
+                    Saved(f"{nxt}_proj input", per_token=rank, for_weights=_w(nxt)),
+                ]  # fmt: skip
     after: list[Saved] = []
     if selective:
         # The attention core runs under torch.utils.checkpoint: only its inputs (q, k, v at
-        # their projection widths) and its output (o_proj's input) stay.
-        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + 2 * kvw))
-        after.append(Saved("attention output (o_proj input)", per_token=qw, for_weights=_w("o")))
+        # their projection widths) and its output (o_proj's input) stay. A v that is a view
+        # keeps its whole base: a fused projection's output after rotary made q and k anew
+        # (Phi-3, GPT-NeoX, lit-gpt's attn), DeepSeek-V2's kv_b_proj output.
+        fused = arch.fused_qkv if setup.fused_qkv is None else setup.fused_qkv
+        if arch.latent_attention:
+            v = arch.kv_b_width
+        elif fused and arch.rotary:
+            v = qw + 2 * kvw
+        else:
+            v = arch.v_width
+        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + kvw + v))
+        after.append(Saved("attention output (o_proj input)", per_token=out, for_weights=_w("o")))
     else:
-        before, behind = _attention_core(arch, attention)
+        before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
         upto += before + behind
-        if attention is Attention.eager:
-            after.append(Saved("o_proj input (transposed copy)", per_token=qw, for_weights=_w("o")))
-    if arch.residual_dropout:
+        if setup.attention is Attention.eager:
+            after.append(
+                Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o"))
+            )
+    if arch.residual_dropout and arch.attention_output_dropout:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
     return upto, after
 
 
 def _layer_parts(
-    arch: Architecture, attention: Attention, checkpointing: Checkpointing
+    arch: Architecture, setup: Setup, checkpointing: Checkpointing
 ) -> tuple[list[Saved], list[Saved]]:
     """One layer's saved tensors in forward order, split after the attention core."""
     h = arch.hidden_size
-    upto, after = _attention_parts(arch, attention, checkpointing is Checkpointing.selective)
-    extra_norms = max(0, arch.norms_per_layer - 2)  # Gemma 2's post-attention/post-MLP norms
+    upto, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
+    pre = arch.norm_position == "pre"
+    # Norms on the attention and MLP outputs: Gemma 2 and 3's two beyond the pre-norms,
+    # OLMo 2's two post-norms (their inputs are o_proj's and down_proj's outputs).
+    output_norms = max(0, arch.norms_per_layer - 2) if pre else arch.norms_per_layer
     mlp = _mlp(arch)
-    if not arch.parallel_residual:
-        after += _norm(arch, "MLP norm", h)
+    if not pre:
+        pass  # OLMo 2: the MLP reads the residual stream itself
+    elif not arch.parallel_residual:
+        after += _norm(arch, setup, "MLP norm", h)
     elif arch.norms_per_layer >= 2:  # its own norm, whose input is the attention norm's input
-        after += [item for item in _norm(arch, "MLP norm", h) if item.what != "MLP norm input"]
-    else:  # one norm feeds both (Falcon-7B): the MLP's input is the QKV input, kept once
-        mlp = mlp[1:]
-    if extra_norms:
-        after += _norm(arch, "extra norms", h, count=extra_norms)
+        after += _norm(arch, setup, "MLP norm", h)[1:]
+    else:  # one norm feeds both (Falcon-7B, Phi): the MLP's input is the QKV input, kept once
+        mlp, shared = mlp[1:], mlp[0]
+        upto[0] = replace(upto[0], for_weights=upto[0].for_weights | shared.for_weights)
+    if output_norms:
+        after += _norm(arch, setup, "output norms", h, count=output_norms)
     if arch.residual_dropout:
         mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=MASK))
-    return [*_norm(arch, "attention norm", h), *upto], [*after, *mlp]
+    first = _norm(arch, setup, "attention norm", h) if pre else []
+    return [*first, *upto], [*after, *mlp]
 
 
 @memoised  # pure in its arguments; called for every plan the levers and search try
 def layer_saved(
-    arch: Architecture, attention: Attention, checkpointing: Checkpointing = Checkpointing.none
+    arch: Architecture, setup: Setup, checkpointing: Checkpointing | None = None
 ) -> tuple[Saved, ...]:
-    """What one decoder layer keeps for backward through the forward pass."""
+    """What one decoder layer keeps for backward through the forward pass (under `setup`'s
+    checkpointing unless another is given)."""
+    checkpointing = setup.checkpointing if checkpointing is None else checkpointing
     if checkpointing is Checkpointing.full:
         # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
         # the rotary cos/sin are shared by all layers and counted once in the tail).
-        return (Saved("layer input", per_token=arch.hidden_size),)
-    upto, after = _layer_parts(arch, attention, checkpointing)
+        return (Saved("layer input", per_token=arch.hidden_size, dtype=RES),)
+    upto, after = _layer_parts(arch, setup, checkpointing)
     return (*upto, *after)
 
 
 def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
     """Gradient buffers alive at the attention core's backward, beyond its saved tensors."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size)
+    # the residual stream's gradient has the stream's dtype (fp32 under autocast with fp32
+    # weights: measured, memtui measure --stack trainer)
+    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size, dtype=RES)
     if attention is Attention.eager:
         if not arch.eager_softmax_fp32:
             # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
@@ -270,15 +412,9 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
         return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=FP32)]
     # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum).
     return [
-        Saved("dq, dk, dv", per_token=qw + 2 * kvw),
+        Saved("dq, dk, dv", per_token=qw + kvw + arch.v_width),
         Saved("fp32 dq accumulator", per_token=qw, dtype=FP32),
     ]
-
-
-def _freed_before_softmax_backward(arch: Architecture, attention: Attention) -> list[Saved]:
-    """The eager core's tensors that backward frees before the softmax's backward (its worst
-    moment): those the ops after the softmax keep."""
-    return _attention_core(arch, attention)[1]
 
 
 def _mlp_backward(arch: Architecture) -> list[Saved]:
@@ -286,7 +422,12 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
     (the product's two factors for a gated MLP; the activation's input and output for a plain
     one)."""
     width = arch.expert_width * max(1, arch.experts_per_token)
-    return [Saved("MLP gradients", per_token=arch.hidden_size + 2 * width)]
+    return [
+        # the incoming one is the residual stream's gradient, in the stream's dtype (fp32
+        # under autocast with fp32 weights: measured, memtui measure --stack trainer)
+        Saved("gradient of the layer output", per_token=arch.hidden_size, dtype=RES),
+        Saved("MLP gradients", per_token=2 * width),
+    ]
 
 
 def _weight_gradient_elements(arch: Architecture) -> int:
@@ -295,52 +436,46 @@ def _weight_gradient_elements(arch: Architecture) -> int:
     return arch.num_experts * 2 * arch.expert_width * arch.hidden_size
 
 
-def _layer_backward_peak(
-    arch: Architecture,
-    attention: Attention,
-    checkpointing: Checkpointing,
-    b: int,
-    s: int,
-    precision: Precision,
-    roles: frozenset[str] | None,
-) -> int:
+def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> int:
     """The most one layer holds during its backward (its kept tensors included), at the MLP's
     backward (every saved tensor of the layer alive) or the attention core's (what comes after
     the core already freed). Under full checkpointing the layer is rebuilt first; under
     selective checkpointing its attention core is."""
 
     def size(items: Sequence[Saved]) -> int:
-        return _bytes(items, s, b, precision, roles)
+        return _bytes(items, s, b, setup)
 
-    kept = size(layer_saved(arch, attention, checkpointing))
+    checkpointing = setup.checkpointing
+    kept = size(layer_saved(arch, setup))
     inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
-    upto, after = _layer_parts(arch, attention, inner)
+    upto, after = _layer_parts(arch, setup, inner)
     rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    before, behind = _attention_core(arch, attention)
-    core = before + behind
-    rebuilt_core = size(core) if checkpointing is Checkpointing.selective else 0
+    before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
+    rebuilt_core = size(before + behind) if checkpointing is Checkpointing.selective else 0
     # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
     mlp = kept + rebuilt + size(_mlp_backward(arch))
-    if roles is None and arch.moe_layer_count:
+    if setup.trainable_roles is None and arch.moe_layer_count:
         # Accumulating into an existing .grad (every micro-batch after the first, or
         # zero_grad(set_to_none=False)), autograd first materialises the new gradient of a
         # weight, then adds it in place: a weight-sized temporary. It matters for the stacked
         # experts of an MoE layer (GBs); a dense layer's largest weight is small beside its
         # activations, and leaving it out keeps this term growing with b and s.
-        mlp += _weight_gradient_elements(arch) * _dtype_bytes(ACT, precision)
+        mlp += _weight_gradient_elements(arch) * setup.grad_bytes
+    # The eager core's tensors kept by the ops after the softmax are freed before the
+    # softmax's backward, its worst moment.
     attn = (
         kept
         + rebuilt
         + rebuilt_core
         - size(after)
-        - size(_freed_before_softmax_backward(arch, attention))
-        + size(_attention_backward(arch, attention))
+        - size(behind if setup.attention is Attention.eager else [])
+        + size(_attention_backward(arch, setup.attention))
     )
     return max(mlp, attn)
 
 
 @memoised
-def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
+def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     """Outside the layers: (what lives through backward: token ids, rotary cos/sin; what the
     loss's and lm_head's backward free before the layers' backward: final norm, lm_head
     input, labels)."""
@@ -350,11 +485,12 @@ def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     if arch.embedding_dropout:
         kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
     if arch.rotary:
-        # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the activation dtype, built
-        # once per forward from position ids of shape (1, s) and kept by every layer's rotary
-        # (GPT-NeoX's partial rotary keeps no more: its rotary dims are at most head_dim).
-        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head))
-    freed = _norm(arch, "final norm", h) if arch.final_norm else []
+        # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the residual stream's
+        # dtype, built once per forward from position ids of shape (1, s) and kept by every
+        # layer's rotary (GPT-NeoX's partial rotary keeps no more: its rotary dims are at
+        # most head_dim).
+        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=RES))
+    freed = _norm(arch, setup, "final norm", h) if arch.final_norm else []
     freed += [
         Saved("lm_head input", per_token=h, for_weights=_w("lm_head")),
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
@@ -363,108 +499,255 @@ def _tail(arch: Architecture) -> tuple[tuple[Saved, ...], tuple[Saved, ...]]:
     return tuple(kept), tuple(freed)
 
 
-def _dtype_bytes(dtype: str, precision: Precision) -> int:
-    if dtype == MASK:
-        return 1
-    if dtype == INT64:
-        return 8
-    if dtype == FP32 or precision is Precision.fp32:
-        return 4
-    return 2
+def _dtype_bytes(dtype: str, setup: Setup) -> int:
+    if dtype == ACT:
+        return setup.compute_bytes
+    if dtype == RES:
+        return setup.residual_bytes
+    return {MASK: 1, FP32: 4, INT64: 8}[dtype]
 
 
-def _bytes(
-    saved: Sequence[Saved],
-    s: int,
-    b: int,
-    precision: Precision,
-    trainable_roles: frozenset[str] | None,
-) -> int:
+# Roles whose input a frozen linear of the base could keep (not norms, not the vocabulary).
+_BASE_LINEAR_ROLES = frozenset({"norm", "lm_head", "embed"})
+
+
+def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
+    roles = setup.trainable_roles
+    copies = setup.adapter_input_bytes or setup.adapter_dropout
     total = 0
     for item in saved:
-        if (
-            trainable_roles is not None
-            and item.for_weights
-            and not item.for_weights & trainable_roles
-        ):
-            continue
         elements = item.per_token * s * b + item.per_position * s + item.per_token_seq * s * s * b
-        total += elements * _dtype_bytes(item.dtype, precision)
+        width = _dtype_bytes(item.dtype, setup)
+        if roles is not None and item.for_weights:
+            adapted = item.for_weights & roles
+            base_keeps = setup.frozen_linears_keep_inputs and bool(
+                item.for_weights - _BASE_LINEAR_ROLES
+            )
+            if base_keeps:
+                total += elements * width  # the base layer's own saved input
+            if not adapted:
+                continue  # only frozen weights would need it: autograd keeps nothing
+            if copies:
+                # each adapted linear keeps its own input: PEFT's cast to the adapter's dtype
+                # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
+                # its dropout (and the dropout's 1-byte mask)
+                per_module = setup.adapter_input_bytes or width
+                modules = 1 if setup.one_adapter_per_input else len(adapted)
+                total += modules * elements * (per_module + int(setup.adapter_dropout))
+                continue
+            if base_keeps:
+                continue  # the adapter shares the input the base layer kept
+        # every linear reading it keeps its own cast (Setup.input_casts), else one tensor
+        readers = len(item.for_weights & setup.input_casts) if roles is None else 0
+        total += max(1, readers) * elements * width
     return total
 
 
+def _adapters(arch: Architecture, setup: Setup) -> int:
+    """Adapted linear modules per layer (each lora_B keeps lora_A's r-wide output)."""
+    roles = setup.trainable_roles or frozenset()
+    return sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
+
+
+@memoised
+def _own_input_copies(arch: Architecture, setup: Setup) -> int:
+    """Bytes per token per layer of the input copies kept by adapters whose input the layer
+    keeps anyway for another op, so no saved tensor names their role (SDPA keeps its output,
+    which o_proj reads): PEFT casts the input of every adapted linear all the same
+    (tuners/lora/layer.py Linear.forward, _cast_input_dtype) and lora_A keeps the copy."""
+    roles = setup.trainable_roles
+    if roles is None or not (setup.adapter_input_bytes or setup.adapter_dropout):
+        return 0
+    named = frozenset().union(
+        *(item.for_weights for item in layer_saved(arch, setup, Checkpointing.none))
+    )
+    width = (setup.adapter_input_bytes or setup.compute_bytes) + int(setup.adapter_dropout)
+    elements = sum(
+        lin.d_in * lin.count
+        for lin in arch.linear_layers
+        if lin.role in roles - named and lin.group not in ("embedding", "head")
+    )
+    return width * elements // max(1, arch.num_layers)
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Activation bytes per GPU at the two moments that decide the step's activation peak
+    (a stack adds its own buffers to whichever is worse for it)."""
+
+    kept: int
+    """Every layer's saved tensors and the tail's: the forward's end and the loss's
+    backward, beside the logits and loss buffers."""
+    layer: int
+    """The last layer's backward (rebuilt under recomputation), the logits buffers and what
+    only the loss and lm_head needed freed."""
+
+
 @memoised  # the strategy table and the UI ask again for the same micro-batch
-def activation_bytes(
-    arch: Architecture,
-    *,
-    seq_len: int,
-    micro_batch: int,
-    attention: Attention,
-    checkpointing: Checkpointing,
-    precision: Precision,
-    tp: int = 1,
-    trainable_roles: frozenset[str] | None = None,
-    lora_rank: int = 0,
-) -> int:
+def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Bytes the activations add to the step's peak per GPU for one micro-batch.
 
     That is every layer's saved tensors, the tail's, and what backward rebuilds for one layer
     at a time under recomputation, the last only where it exceeds the logits and loss
     buffers (`logits_bytes`): those are freed before the first layer's backward runs.
-    `trainable_roles` None means every weight trains (full fine-tune); otherwise only the
-    linear roles with adapters keep their inputs, each adapter keeps its r-wide A output
-    (`lora_rank`), and the first norm, whose input needs no gradient, keeps nothing.
-    Tensor parallelism with sequence parallelism divides everything by t (Korthikanti
-    Table 2).
+    With trainable roles (LoRA), only the adapted linears keep their inputs (or their own
+    copies of them), each adapter keeps its r-wide A output, and the first norm, whose input
+    needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
+    everything by t (Korthikanti Table 2).
     """
+    kept, layer = _moments(arch, setup, seq_len, micro_batch)
+    loss = logits_bytes(arch, setup, seq_len, micro_batch)
+    return -(-(kept + max(0, layer - kept - loss)) // setup.tp)
+
+
+def activation_moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> Moments:
+    """The activations at the loss's backward and at the last layer's backward
+    (`activation_bytes` is the first plus whatever the second adds beyond the logits)."""
+    kept, layer = _moments(arch, setup, seq_len, micro_batch)
+    return Moments(-(-kept // setup.tp), -(-layer // setup.tp))
+
+
+@memoised
+def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> tuple[int, int]:
+    """(kept, layer) of `Moments`, before tensor parallelism divides them."""
     s, b, layers = seq_len, micro_batch, arch.num_layers
-    roles = trainable_roles
-    kept = _bytes(layer_saved(arch, attention, checkpointing), s, b, precision, roles)
-    tail_kept, tail_freed = _tail(arch)
-    tail = _bytes(tail_kept, s, b, precision, roles)
-    freed = _bytes(tail_freed, s, b, precision, roles)
+    roles = setup.trainable_roles
+    full = setup.checkpointing is Checkpointing.full
+    kept = _bytes(layer_saved(arch, setup), s, b, setup)
+    tail_kept, tail_freed = _tail(arch, setup)
+    tail = _bytes(tail_kept, s, b, setup)
+    freed = _bytes(tail_freed, s, b, setup)
+    adapter = 0
     if roles is not None:
         # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
-        adapted = sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
-        adapter = adapted * lora_rank * s * b * _dtype_bytes(ACT, precision)
-        if checkpointing is not Checkpointing.full:  # else rebuilt with the layer
+        adapter = _adapters(arch, setup) * setup.lora_rank * s * b * setup.adapter_output_bytes
+        adapter += _own_input_copies(arch, setup) * s * b
+        if not full:  # else rebuilt with the layer
             kept += adapter
-        if checkpointing is not Checkpointing.full and arch.norms_per_layer:
+        if not full and arch.leading_norm and "embed" not in roles:
             # The embedding is frozen: the first layer's first norm sees no gradient.
-            first = _norm(arch, "first norm", arch.hidden_size)
-            tail -= _bytes(first, s, b, precision, roles)
+            tail -= _bytes(_norm(arch, setup, "first norm", arch.hidden_size), s, b, setup)
     tail += freed
+    if setup.attention is Attention.eager and full:
+        # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
+        # every checkpointed layer, so it lives until backward ends (measured).
+        tail += _bytes([Saved("causal mask", per_token_seq=1, dtype=RES)], s, b, setup)
+    stored = layers
+    if setup.offload_layer_inputs and full:
+        # the checkpointed inputs move to CPU as the forward goes; the layer being computed
+        # and the next one's prefetch stay on the GPU (torchtune OffloadActivations, its
+        # streams overlapping one copy each way)
+        stored = min(layers, 2)
     # The step's activation peak is either the loss's backward (every layer's kept tensors,
     # the tail, the logits buffers) or the last layer's backward (the tail and the logits
     # buffers freed by then, the layer's own worst moment instead): Korthikanti sec. 5 for
     # the rebuilt layer, the gradient buffers as measured.
-    if attention is Attention.eager and checkpointing is Checkpointing.full:
-        # The eager causal mask (b, 1, s, s) in the activation dtype is an input of every
-        # checkpointed layer, so it lives until backward ends (measured).
-        tail += _bytes([Saved("causal mask", per_token_seq=1)], s, b, precision, None)
-    loss = logits_bytes(arch, seq_len=s, micro_batch=b, precision=precision)
-    layer_peak = _layer_backward_peak(arch, attention, checkpointing, b, s, precision, roles)
-    if roles is not None:
-        layer_peak += adapter
-    total = layers * kept + tail + max(0, layer_peak - kept - freed - loss)
-    return -(-total // tp)
+    layer_peak = _layer_backward_peak(arch, setup, b, s) + adapter
+    if (
+        full
+        and arch.norms_per_layer
+        and (arch.norm_kind == "layernorm" or setup.residual_bytes == 4)
+    ):
+        # The rebuilt layer's first norm saves the checkpointed layer input itself, already
+        # kept: LayerNorm saves its input as it is, and LlamaRMSNorm's upcast
+        # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
+        # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
+        first = _norm(arch, setup, "attention norm", arch.hidden_size)[:1]
+        layer_peak -= _bytes(first, s, b, setup)
+    everything = stored * kept + tail
+    return everything, everything - freed + layer_peak - kept
 
 
-# The loss's buffers, in fp32 elements per logit, at their peak (the start of backward):
-# transformers' ForCausalLMLoss upcasts the logits (logits.float()), cross_entropy's
-# log_softmax keeps its fp32 output for backward; in backward nll_loss writes its gradient
-# into a new fp32 b s V tensor and log_softmax's backward a third one. The forward holds less:
-# bf16 logits + the fp32 upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the
-# logits themselves, 8).
-LOSS_FP32_BUFFERS_AT_PEAK = 3
+def buffers_beyond(
+    arch: Architecture,
+    setup: Setup,
+    seq_len: int,
+    micro_batch: int,
+    moments: dict[str, float],
+) -> tuple[int, str]:
+    """The most a stack's buffers add to the step's peak beyond the activations and logits
+    terms, and at which moment: `moments` gives the buffers alive at each of "loss's
+    backward", "forward's end", "lm_head's backward" and "a layer's backward" (missing ones:
+    none). The activations and logits alive at each are these module's own: every layer's
+    kept tensors with the loss's backward buffers, with the loss's forward buffers
+    (`forward_logits_bytes`), with the gradient of the logits in the compute dtype, and the
+    last layer's backward alone (`Moments`)."""
+    s, b = seq_len, micro_batch
+    m = activation_moments(arch, setup, s, b)
+    logits = logits_bytes(arch, setup, s, b)
+    base = activation_bytes(arch, setup, s, b) + logits
+    # While the loss runs inside the model's forward, the model output still holds the last
+    # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
+    # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
+    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp
+    last_hidden = held if setup.residual_bytes > setup.compute_bytes else 0
+    alive = {
+        "loss's backward": m.kept + logits,
+        "forward's end": m.kept + forward_logits_bytes(arch, setup, s, b) + last_hidden,
+        "lm_head's backward": m.kept + -(-(setup.compute_bytes * s * b * arch.vocab_size)
+                                         // setup.tp),
+        "a layer's backward": m.layer,
+    }  # fmt: skip
+    extra = {k: alive[k] + v - base for k, v in moments.items()}
+    worst = max(extra, key=lambda k: extra[k])
+    return max(0, round(extra[worst])), worst
 
 
-def logits_bytes(
-    arch: Architecture, *, seq_len: int, micro_batch: int, precision: Precision, tp: int = 1
-) -> int:
-    """Peak bytes of the logits and the causal-LM loss: 3 x 4 bytes per logit (b s V) in
-    bf16 and fp32 alike, measured (see LOSS_FP32_BUFFERS_AT_PEAK)."""
-    per_logit = 4 * LOSS_FP32_BUFFERS_AT_PEAK
-    if arch.logit_softcap:  # the final soft-cap's tanh output, in the activation dtype
-        per_logit += 4 if precision is Precision.fp32 else 2
-    return -(-(seq_len * micro_batch * arch.vocab_size * per_logit) // tp)
+def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Pinned CPU bytes activation offloading needs: every checkpointed layer input."""
+    if not (setup.offload_layer_inputs and setup.checkpointing is Checkpointing.full):
+        return 0
+    kept = _bytes(layer_saved(arch, setup), seq_len, micro_batch, setup)
+    return -(-(arch.num_layers * kept) // setup.tp)
+
+
+# The loss's buffers per logit at their peak (the start of backward): cross_entropy's
+# log_softmax keeps its output for backward; in backward nll_loss writes its gradient into a
+# new b s V tensor and log_softmax's backward a third one, all in the loss's dtype. With
+# transformers' ForCausalLMLoss, which upcasts the logits (logits.float()), that is 3 fp32
+# buffers, 12 bytes per logit (measured). The forward holds less: bf16 logits + the fp32
+# upcast + the log-probs = 10 bytes per logit (fp32: the upcast is the logits themselves, 8).
+LOSS_BUFFERS_AT_PEAK = 3
+# A chunked cross-entropy keeps every chunk's log-probs until backward (log_softmax saves its
+# output: `Setup.loss_bytes` per logit), and works one chunk at a time otherwise: in backward
+# a chunk's gradient, its log_softmax gradient and the bf16 logits' gradient, 4 + 4 + 2 bytes
+# per logit of the chunk upcast to fp32 (torchtune CEWithChunkedOutputLoss /
+# LinearCrossEntropyLoss), 2 + 2 + 2 in bf16 (lit-gpt chunked_cross_entropy).
+CHUNKED_GRADIENT_BUFFERS = 2
+# A fused linear cross-entropy never holds the logits of more than one chunk of tokens: Liger's
+# FusedLinearCrossEntropy sizes its chunks so a chunk's logits are about the hidden states'
+# size (chunk = b s h / V tokens), and keeps their fp32 and bf16 gradients for the chunk:
+# about (4 + 4 + 2) bytes x b s h in all.
+FUSED_PER_HIDDEN = 4 + 4 + 2
+
+
+def forward_logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Bytes of the logits and loss at the forward's loss (the whole-logits loss): the logits
+    in the compute dtype, their upcast to the loss's dtype when that differs, and the
+    log-probs the loss keeps (10 bytes per logit in bf16 with transformers' ForCausalLMLoss,
+    8 in fp32); `logits_bytes` minus this is what the forward's end holds less than the
+    loss's backward. The chunked and fused losses: `logits_bytes` (no smaller moment known)."""
+    if setup.loss is not LossKind.full:
+        return logits_bytes(arch, setup, seq_len, micro_batch)
+    upcast = setup.loss_bytes if setup.loss_bytes != setup.compute_bytes else 0
+    per_logit = setup.compute_bytes + upcast + setup.loss_bytes
+    return -(-(per_logit * seq_len * micro_batch * arch.vocab_size) // setup.tp)
+
+
+def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Peak bytes of the logits and the causal-LM loss for the setup's loss (see the
+    constants above; full, upcast to fp32: 3 x 4 bytes per logit, b s V, measured)."""
+    tokens = seq_len * micro_batch
+    logits = tokens * arch.vocab_size
+    if setup.loss is LossKind.fused:
+        total = FUSED_PER_HIDDEN * tokens * arch.hidden_size
+    elif setup.loss is LossKind.chunked:
+        per_chunk = -(-logits // max(1, setup.loss_chunks))
+        chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
+        total = setup.loss_bytes * logits + chunk_buffers * per_chunk
+    else:
+        total = setup.loss_bytes * LOSS_BUFFERS_AT_PEAK * logits
+    total += setup.kept_logits_bytes * logits
+    if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
+        total += setup.compute_bytes * logits
+    return -(-total // setup.tp)

@@ -21,6 +21,11 @@ LLAMA_NAMES: dict[str, str] = {
     "v": "v_proj",
     "qkv": "qkv_proj",
     "o": "o_proj",
+    # DeepSeek-V2's multi-head latent attention (modeling_deepseek_v2.py DeepseekV2Attention)
+    "q_a": "q_a_proj",
+    "q_b": "q_b_proj",
+    "kv_a": "kv_a_proj_with_mqa",
+    "kv_b": "kv_b_proj",
     "gate": "gate_proj",
     "up": "up_proj",
     "gate_up": "gate_up_proj",
@@ -34,8 +39,10 @@ LLAMA_NAMES: dict[str, str] = {
     "shared_gate": "shared_expert_gate",
     "embed_in": "project_in",
     "embed_out": "project_out",
+    "embed": "embed_tokens",
+    "lm_head": "lm_head",
 }
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o"})
+ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
 # f-wide tensors an activation saves for backward beyond its output, counted op by op from
 # transformers' activations.py (ACT2CLS). A fused kernel (nn.functional.gelu, silu, the tanh
 # GELU "gelu_pytorch_tanh") keeps its input: 1, Korthikanti's "GeLU input". ReLU keeps its
@@ -113,11 +120,19 @@ class Architecture(BaseModel):
     """RMSNorm (weight only) or LayerNorm (weight and bias)."""
     norms_per_layer: int = Field(2, ge=0)
     """Norm modules per decoder layer (Gemma 2 has 4, Falcon-7B 1)."""
+    norm_position: Literal["pre", "post"] = "pre"
+    """pre: attention and MLP read a normalized copy of the residual stream (Llama's
+    input_layernorm and post_attention_layernorm; Gemma 2 and 3 add two more on the outputs,
+    norms_per_layer 4). post: they read the residual stream itself and their outputs are
+    normalized before the residual add (OLMo 2's post_attention_layernorm and
+    post_feedforward_layernorm, modeling_olmo2.py Olmo2DecoderLayer)."""
     final_norm: bool = True
     """A norm after the last layer."""
-    qk_norm: Literal["none", "per_head"] = "none"
-    """RMSNorm on queries and keys inside attention: per_head is Qwen3's q_norm and k_norm,
-    one weight of head_dim each per layer (modeling_qwen3.py Qwen3Attention)."""
+    qk_norm: Literal["none", "per_head", "full"] = "none"
+    """RMSNorm on queries and keys inside attention: per_head is Qwen3's and Gemma 3's q_norm
+    and k_norm, one weight of head_dim each per layer, applied to every head (modeling_qwen3.py
+    Qwen3Attention); full is OLMo 2's, one weight over the whole projection output, q_width and
+    kv_width wide (modeling_olmo2.py Olmo2Attention)."""
     fused_qkv: bool = False
     """q, k, v in one linear module (GPT-2, Falcon, GPT-NeoX, Phi-3)."""
     fused_gate_up: bool = False
@@ -135,13 +150,43 @@ class Architecture(BaseModel):
     moe_layers: int = Field(-1, ge=-1)
     """How many layers are MoE; -1 means all of them when num_experts > 0."""
     shared_expert_intermediate_size: int = Field(0, ge=0)
-    """Qwen2-MoE's always-on shared expert (with its sigmoid gate); 0 for none."""
+    """Width of the always-on shared expert MLP of each MoE layer (Qwen2-MoE's shared_expert;
+    DeepSeek-V2's shared_experts, n_shared_experts x moe_intermediate_size); 0 for none."""
+    shared_expert_gate: bool = True
+    """The shared expert's output is scaled by a sigmoid gate, Linear(h, 1) (Qwen2-MoE's
+    shared_expert_gate); DeepSeek-V2 adds its shared experts ungated."""
+    router_fp32: bool = False
+    """The router keeps its weight in fp32 and multiplies an fp32 copy of its input
+    (DeepseekV2TopkRouter: weight created as float32, `_keep_in_fp32_modules_strict =
+    ["gate.weight"]` keeps it so in a bf16 model)."""
+    q_lora_rank: int = Field(0, ge=0)
+    """Multi-head latent attention (DeepSeek-V2): the query's low-rank width, q_a_proj (h -> r),
+    q_a_layernorm, q_b_proj (r -> q_width); 0 for a plain q_proj (DeepSeek-V2-Lite)."""
+    kv_lora_rank: int = Field(0, ge=0)
+    """Multi-head latent attention: the compressed key/value width. kv_a_proj_with_mqa maps h
+    to kv_lora_rank + qk_rope_head_dim, kv_a_layernorm normalizes the first part, kv_b_proj
+    expands it to every head's key part without rotary and value (modeling_deepseek_v2.py
+    DeepseekV2Attention). 0: ordinary q/k/v projections. With it, head_dim is the query and
+    key head width, qk_nope_head_dim + qk_rope_head_dim."""
+    qk_rope_head_dim: int = Field(0, ge=0)
+    """Multi-head latent attention: the rotary part of each query and key head, shared by all
+    heads on the key side (the `_with_mqa` part of kv_a_proj_with_mqa)."""
+    v_head_dim: int = Field(0, ge=0)
+    """Value head width when it differs from head_dim (DeepSeek-V2's 128 beside 192); 0 means
+    head_dim."""
     hidden_act: str = "silu"
     """The MLP's activation function (config `hidden_act` / `activation_function`): what it
     saves for backward depends on how it is written (`activation_saves`)."""
     rotary: bool = True
     """Rotary position embeddings applied to q and k (new tensors); False for learned
     absolute positions (GPT-2, OPT) or ALiBi."""
+    rotary_cat: bool = False
+    """q leaves the rotary embedding as a torch.cat of its rotated and unrotated parts, a new
+    tensor contiguous in (batch, heads, s, d): partial rotary (Phi, Phi-3, StableLM, GPT-NeoX
+    apply_rotary_pos_emb) and DeepSeek-V2's query. Llama's elementwise rotary keeps the
+    projection's (batch, s, heads, d) layout instead. It matters because SDPA's output follows
+    q's layout (measured on CPU's flash kernel; FlashAttention-2's mha_fwd allocates it with
+    empty_like(q)), so the transpose before o_proj copies it."""
     parallel_residual: bool = False
     """Attention and MLP read the same layer input (GPT-NeoX use_parallel_residual, Falcon
     parallel_attn): the MLP's norm shares its input with the attention's."""
@@ -149,6 +194,9 @@ class Architecture(BaseModel):
     """Dropout on the attention probabilities (eager attention keeps a 1-byte mask)."""
     residual_dropout: float = Field(0.0, ge=0, lt=1)
     """Dropout on the attention and MLP outputs before each residual add (a mask each)."""
+    attention_output_dropout: bool = True
+    """residual_dropout applies to the attention output too; False where only the MLP's is
+    dropped (StableLM's hidden_dropout, modeling_stablelm.py StableLmDecoderLayer)."""
     embedding_dropout: float = Field(0.0, ge=0, lt=1)
     """Dropout after the embeddings (one mask per token)."""
     eager_softmax_fp32: bool = True
@@ -161,6 +209,8 @@ class Architecture(BaseModel):
     """Soft-capping of the attention scores, cap * tanh(x / cap) (Gemma 2); 0 for none."""
     logit_softcap: float = Field(0.0, ge=0)
     """Soft-capping of the final logits (Gemma 2); 0 for none."""
+    lm_head_bias: bool = False
+    """The lm_head has a bias of V (Phi-1.5 and Phi-2, modeling_phi.py PhiForCausalLM)."""
     names: dict[str, str] = Field(default_factory=lambda: dict(LLAMA_NAMES))
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
@@ -174,6 +224,15 @@ class Architecture(BaseModel):
             )
         if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
             raise ValueError("experts_per_token must be between 1 and num_experts")
+        if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.dim_head:
+            raise ValueError(
+                f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be between 1 and the query/key "
+                f"head width ({self.dim_head}) below it"
+            )
+        if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
+            raise ValueError(
+                "q_lora_rank and qk_rope_head_dim need kv_lora_rank (latent attention)"
+            )
         return self
 
     @property
@@ -196,7 +255,38 @@ class Architecture(BaseModel):
 
     @property
     def kv_width(self) -> int:
+        """Keys' width (and values' unless v_head_dim differs)."""
         return self.kv_heads * self.dim_head
+
+    @property
+    def leading_norm(self) -> bool:
+        """A layer starts by normalizing its input (every pre-norm family); OLMo 2's starts
+        with q/k/v_proj."""
+        return self.norms_per_layer > 0 and self.norm_position == "pre"
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.dim_head
+
+    @property
+    def v_width(self) -> int:
+        """Values' width: kv_width unless v_head_dim differs (DeepSeek-V2)."""
+        return self.kv_heads * self.v_dim
+
+    @property
+    def attention_out_width(self) -> int:
+        """The attention output, o_proj's input: one value head per query head."""
+        return self.num_heads * self.v_dim
+
+    @property
+    def latent_attention(self) -> bool:
+        """DeepSeek-V2's multi-head latent attention (kv_lora_rank > 0)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def kv_b_width(self) -> int:
+        """kv_b_proj's output: every head's key part without rotary, and its value."""
+        return self.kv_heads * (self.dim_head - self.qk_rope_head_dim + self.v_dim)
 
     @property
     def moe_layer_count(self) -> int:
@@ -256,20 +346,41 @@ class Architecture(BaseModel):
             ]
         return [*ups, self._linear(f"{prefix}down", width, h, bias, count, group)]
 
+    def _latent_attention(self) -> list[LinearLayer]:
+        """DeepseekV2Attention's projections before o_proj: q_proj (h -> a(nope + rope)) or
+        q_a_proj, q_b_proj; kv_a_proj_with_mqa (h -> kv_lora_rank + rope); kv_b_proj
+        (kv_lora_rank -> a(nope + v)). The reader admits no attention bias (see configs.py)."""
+        h, n, qb = self.hidden_size, self.num_layers, self.attention_bias
+        if self.q_lora_rank:
+            q = [
+                self._linear("q_a", h, self.q_lora_rank, qb, n, "attention"),
+                self._linear("q_b", self.q_lora_rank, self.q_width, False, n, "attention"),
+            ]
+        else:
+            q = [self._linear("q", h, self.q_width, False, n, "attention")]
+        kv_a = self.kv_lora_rank + self.qk_rope_head_dim
+        return [
+            *q,
+            self._linear("kv_a", h, kv_a, qb, n, "attention"),
+            self._linear("kv_b", self.kv_lora_rank, self.kv_b_width, False, n, "attention"),
+        ]
+
     @cached_property
     def linear_layers(self) -> tuple[LinearLayer, ...]:
         """Every linear module of the model, excluding the lm_head and embeddings."""
         h, n = self.hidden_size, self.num_layers
         qb, ob = self.attention_bias, self.attention_out_bias
-        if self.fused_qkv:
+        if self.latent_attention:
+            attn = self._latent_attention()
+        elif self.fused_qkv:
             attn = [self._linear("qkv", h, self.q_width + 2 * self.kv_width, qb, n, "attention")]
         else:
             attn = [
                 self._linear("q", h, self.q_width, qb, n, "attention"),
                 self._linear("k", h, self.kv_width, qb, n, "attention"),
-                self._linear("v", h, self.kv_width, qb, n, "attention"),
+                self._linear("v", h, self.v_width, qb, n, "attention"),
             ]
-        layers = [*attn, self._linear("o", self.q_width, h, ob, n, "attention")]
+        layers = [*attn, self._linear("o", self.attention_out_width, h, ob, n, "attention")]
         moe, dense = self.moe_layer_count, n - self.moe_layer_count
         if dense:
             layers += self._mlp("", self.intermediate_size, dense, "mlp")
@@ -278,7 +389,8 @@ class Architecture(BaseModel):
             layers += self._mlp("expert_", self.expert_width, moe * self.num_experts, "expert")
             if self.shared_expert_intermediate_size:
                 layers += self._mlp("", self.shared_expert_intermediate_size, moe, "shared_expert")
-                layers.append(self._linear("shared_gate", h, 1, False, moe, "router"))
+                if self.shared_expert_gate:
+                    layers.append(self._linear("shared_gate", h, 1, False, moe, "router"))
         if self.embed_proj_dim:
             e = self.embed_proj_dim
             layers += [
@@ -310,8 +422,16 @@ class Architecture(BaseModel):
                     True,
                 )
             )
+        n = self.num_layers
         if self.qk_norm == "per_head":
-            out.append(Tensor("qk_norm", (self.dim_head,), 2 * self.num_layers, "norm", True))
+            out.append(Tensor("qk_norm", (self.dim_head,), 2 * n, "norm", True))
+        elif self.qk_norm == "full":
+            out.append(Tensor("q_norm", (self.q_width,), n, "norm", True))
+            out.append(Tensor("k_norm", (self.kv_width,), n, "norm", True))
+        if self.q_lora_rank:
+            out.append(Tensor("q_a_layernorm", (self.q_lora_rank,), n, "norm", True))
+        if self.kv_lora_rank:
+            out.append(Tensor("kv_a_layernorm", (self.kv_lora_rank,), n, "norm", True))
         if self.final_norm:
             out.append(Tensor("final_norm", (h,), norm_tensors, "norm", False))
         embed_width = self.embed_proj_dim or h
@@ -322,6 +442,8 @@ class Architecture(BaseModel):
             )
         if not self.tie_embeddings:
             out.append(Tensor("lm_head", (self.vocab_size, embed_width), 1, "head", False))
+        if self.lm_head_bias:
+            out.append(Tensor("lm_head.bias", (self.vocab_size,), 1, "head", False))
         return tuple(out)
 
     @cached_property
@@ -339,12 +461,26 @@ class Architecture(BaseModel):
         dense_mlp = sum(t.numel * t.count for t in self.tensors if t.group == "mlp")
         return (in_layers - dense_mlp) // self.moe_layer_count
 
+    @cached_property
+    def vocabulary_modules(self) -> tuple[LinearLayer, ...]:
+        """The input embedding and the output layer as LoRA sees them: an adapter on the
+        embedding is A (r x V) and B (d x r), on lm_head A (r x d) and B (V x r)
+        (peft.tuners.lora.layer Embedding, Linear)."""
+        width = self.embed_proj_dim or self.hidden_size
+        return (
+            self._linear("embed", self.vocab_size, width, False, 1, "embedding"),
+            # Phi-1.5/2's lm_head has a bias: modules_to_save trains it with the weight
+            self._linear("lm_head", width, self.vocab_size, self.lm_head_bias, 1, "head"),
+        )
+
     def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
         """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
         'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
-        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections.
-        Raises ValueError naming the modules that exist when a target matches none."""
+        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections;
+        the embedding and lm_head only when named. Raises ValueError naming the modules that
+        exist when a target matches none."""
         layers = [lin for lin in self.linear_layers if lin.group != "head"]
+        named = [*layers, *self.vocabulary_modules]
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
@@ -352,15 +488,27 @@ class Architecture(BaseModel):
             elif target == "attention":
                 matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
             else:
-                matched = [lin for lin in layers if lin.name == target]
+                matched = [lin for lin in named if lin.name == target]
                 if not matched:
-                    names = sorted({lin.name for lin in layers})
+                    names = sorted({lin.name for lin in named})
                     raise ValueError(
                         f"LoRA target {target!r} matches no module of this model; "
                         f"use attention, all-linear or some of: {', '.join(names)}"
                     )
             chosen += [lin for lin in matched if lin not in chosen]
         return tuple(chosen)
+
+    def saved_modules(self, names: tuple[str, ...]) -> tuple[LinearLayer, ...]:
+        """The modules PEFT trains in full for `modules_to_save` (the embedding and lm_head
+        by their names in this family); ValueError for any other name."""
+        found = {lin.name: lin for lin in self.vocabulary_modules}
+        unknown = [n for n in names if n not in found]
+        if unknown:
+            raise ValueError(
+                f"modules_to_save {unknown[0]!r} is not a module memtui can size here; "
+                f"use {' or '.join(found)}"
+            )
+        return tuple(found[n] for n in dict.fromkeys(names))
 
     @cached_property
     def _value(self) -> tuple[object, ...]:

@@ -11,9 +11,19 @@ from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.communication import communication
 from memtui.estimator.levers import levers
 from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.phases import PhasePeak, phases
 from memtui.estimator.plan import Plan
-from memtui.estimator.report import Budget, Parameters, Report, StrategyRow, Term
+from memtui.estimator.report import (
+    Budget,
+    Parameters,
+    PhaseLine,
+    Report,
+    RuntimeLine,
+    StrategyRow,
+    Term,
+)
 from memtui.estimator.stacks import Breakdown, stack_for
+from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.terms import TermKind
 
 MAX_MICRO_BATCH = 65536
@@ -55,19 +65,23 @@ def max_micro_batch(plan: Plan, strategy: Strategy | None = None) -> int:
     return b
 
 
-def _budget(plan: Plan, t: Breakdown) -> Budget:
+def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     sources = stack_for(plan).sources(plan, t)
     capacity = plan.hardware.gpu_memory
     total = t.total
     return Budget(
         terms=tuple(Term(key=kind, bytes=t.terms[kind], source=sources[kind]) for kind in TermKind),
         static=t.state.total,
+        allocated=t.runtime.allocated,
+        reserved=t.runtime.reserved,
         total=total,
         capacity=capacity,
-        headroom=capacity - total,
-        fits=total <= capacity,
+        headroom=capacity - max(total, peak.gpu_bytes),
+        fits=max(total, peak.gpu_bytes) <= capacity,
         fits_static=t.state.total <= capacity,
-        cpu_ram=t.state.cpu_bytes,
+        cpu_ram=t.cpu_bytes,
+        peak_phase=peak.name,
+        peak_bytes=peak.gpu_bytes,
     )
 
 
@@ -81,8 +95,22 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             "(Kaplan et al. 2020: P ~ 12 L h^2, h/L ~ 128)"
         )
     if optimizer_spec(plan.optimizer).paged:
-        out.append("paged optimizer state can spill to CPU RAM under pressure; counted on GPU")
+        out.append(
+            "paged optimizer state is CUDA managed memory: nvidia-smi counts it while it is on "
+            "the GPU (counted here), torch's allocated and reserved figures never do, and it "
+            "spills to CPU RAM under pressure"
+        )
     return tuple(out)
+
+
+def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
+    """Why `plan` cannot run with `strategy` (None when it can)."""
+    stack = stack_for(plan)
+    if strategy not in stack.strategies:
+        return stack.why_not(strategy)
+    if plan.offload.value == "params" and not strategy_spec(strategy).shards_weights:
+        return "parameter offload needs sharded parameters"
+    return None
 
 
 def estimate(plan: Plan) -> Report:
@@ -90,6 +118,21 @@ def estimate(plan: Plan) -> Report:
     t = breakdown(plan)
     rows = []
     for strategy in Strategy:
+        why = not_applicable(plan, strategy) if strategy is not plan.strategy else None
+        if why is not None:
+            rows.append(
+                StrategyRow(
+                    strategy=strategy,
+                    applicable=False,
+                    note=why,
+                    per_gpu_static=0,
+                    per_gpu_total=0,
+                    fits=False,
+                    fits_static=False,
+                    max_micro_batch=0,
+                )
+            )
+            continue
         st = t if strategy is plan.strategy else breakdown(plan, strategy)
         rows.append(
             StrategyRow(
@@ -102,6 +145,8 @@ def estimate(plan: Plan) -> Report:
             )
         )
     own = next(r.max_micro_batch for r in rows if r.strategy is plan.strategy)
+    steps = phases(plan, t)
+    peak = max(steps, key=lambda p: p.gpu_bytes)
     return Report(
         parameters=Parameters(
             total=plan.model.parameters
@@ -109,10 +154,24 @@ def estimate(plan: Plan) -> Report:
             trainable=t.state.trainable,
         ),
         bytes_per_param=t.state.bytes_per_param,
-        budget=_budget(plan, t),
+        budget=_budget(plan, t, peak),
         strategies=tuple(rows),
-        levers=levers(plan, t.total, per_gpu_total),
+        levers=levers(plan, t.total, per_gpu_total, t.state.trainable),
         communication=communication(plan, t.state),
+        runtime=tuple(
+            RuntimeLine(name=p.name, bytes=p.bytes, where=p.where, source=p.source)
+            for p in t.runtime.parts
+        ),
+        phases=tuple(
+            PhaseLine(
+                name=p.name,
+                gpu_bytes=p.gpu_bytes,
+                cpu_bytes_per_node=p.cpu_bytes_per_node,
+                source=p.source,
+            )
+            for p in steps
+        ),
+        stack=stack_for(plan).label,
         max_micro_batch=own,
         assumptions=_assumptions(plan),
     )

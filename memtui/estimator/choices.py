@@ -26,11 +26,14 @@ class Precision(Choice):
     bf16_mixed = "bf16-mixed"  # bf16 compute, fp32 master weights (ZeRO paper's setting)
     bf16 = "bf16"  # pure bf16 parameters, no master copy
     fp32 = "fp32"
+    # fp32 parameters, bf16 matmuls under torch.autocast: Transformers' Trainer with bf16=True
+    # on a model loaded without torch_dtype, Lightning's "bf16-mixed"
+    bf16_autocast = "bf16-autocast"
 
     @property
     def weight_bytes(self) -> int:
         """Bytes of one parameter as the model holds it (and of its gradient)."""
-        return 4 if self is Precision.fp32 else 2
+        return 4 if self in (Precision.fp32, Precision.bf16_autocast) else 2
 
     @property
     def master_bytes(self) -> int:
@@ -42,6 +45,31 @@ class Precision(Choice):
     def activation_bytes(self) -> int:
         """Bytes of one activation element in the compute dtype."""
         return 4 if self is Precision.fp32 else 2
+
+    @property
+    def residual_bytes(self) -> int:
+        """Bytes of one element of the residual stream: autocast computes matmuls in bf16 but
+        adds their outputs to the fp32 embeddings (the embedding is not autocast), so the
+        stream, the norms and the checkpointed layer inputs stay fp32."""
+        return 4 if self in (Precision.fp32, Precision.bf16_autocast) else 2
+
+
+class StackName(Choice):
+    """The software that runs the plan; each keeps its own books (memtui/estimator/stacks/)."""
+
+    generic = "generic"  # memtui's own model of a step (the design's formulas)
+    trainer = "trainer"  # Transformers' Trainer + accelerate (DDP), PEFT's defaults
+    deepspeed = "deepspeed"  # DeepSpeed ZeRO 1/2/3 through Transformers, "auto" resolved
+    fsdp2 = "fsdp2"  # PyTorch fully_shard through accelerate / Trainer
+    fsdp1 = "fsdp1"  # FullyShardedDataParallel through accelerate
+    torchtune = "torchtune"  # torchtune's recipes: pure bf16, its own LoRA and losses
+    litgpt = "litgpt"  # Lightning's LitGPT (lit-gpt): Fabric, its own model code
+
+
+class LossKind(Choice):
+    full = "full"  # logits materialised whole, then cross-entropy (transformers' ForCausalLMLoss)
+    chunked = "chunked"  # cross-entropy over chunks of the logits (torchtune, lit-gpt)
+    fused = "fused"  # fused linear cross-entropy: logits never whole (Liger, Apple's CCE)
 
 
 class StateDtype(Choice):
@@ -58,6 +86,7 @@ class Optimizer(Choice):
     adamw = "adamw"
     adamw8bit = "adamw8bit"
     paged_adamw8bit = "paged-adamw8bit"
+    paged_adamw = "paged-adamw"  # bitsandbytes PagedAdamW: 32-bit state in managed memory
     sgd = "sgd"
     sgd_momentum = "sgd-momentum"
     adafactor = "adafactor"

@@ -47,15 +47,45 @@ def _describe(value: object) -> str:
 class _Reader:
     """Typed access to one config dict; every failure is a one-line ModelConfigError."""
 
-    def __init__(self, config: Mapping[str, Any], source: str, model_type: str) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        source: str,
+        model_type: str,
+        *,
+        prefix: str = "",
+        defaults: Mapping[str, int] | None = None,
+    ) -> None:
         self.config = config
         self.source = source
         self.model_type = model_type
+        self.prefix = prefix
+        """Where this dict sits in the file ('text_config.'), for error messages."""
+        self.defaults = defaults or {}
+        """Integer defaults of the configuration class for keys that may be absent: a nested
+        config (Gemma 3's text_config) is saved as its difference from its own class's
+        defaults, so even size keys can be left out there."""
 
     def error(self, field: str, problem: str) -> ModelConfigError:
         return ModelConfigError(
-            f"{self.source}: field '{field}' {problem} (model_type {self.model_type})"
+            f"{self.source}: field '{self.prefix}{field}' {problem} (model_type {self.model_type})"
         )
+
+    def nested(self, key: str, model_type: str, defaults: Mapping[str, int]) -> _Reader:
+        """A reader of the sub-config object at `key` (required), whose own `model_type`, if
+        given, must be `model_type`."""
+        value = self.config.get(key)
+        if not isinstance(value, dict):
+            problem = (
+                "is missing" if value is None else f"must be an object, got {_describe(value)}"
+            )
+            raise self.error(key, problem)
+        sub = _Reader(value, self.source, self.model_type, prefix=f"{self.prefix}{key}.",
+                      defaults=defaults)  # fmt: skip
+        found = sub.text("model_type", default=model_type)
+        if found != model_type:
+            raise sub.error("model_type", f"is {found!r}, expected {model_type!r}")
+        return sub
 
     def _get(self, keys: tuple[str, ...]) -> tuple[str, object]:
         """The first key present (aliases, as transformers' `attribute_map` lists them)."""
@@ -67,6 +97,8 @@ class _Reader:
     def integer(self, *keys: str, default: int | object | None = _MISSING, minimum: int = 1) -> int:
         """An integer >= minimum; `default` when absent or null (if a default is given)."""
         key, value = self._get(keys)
+        if default is _MISSING and key in self.defaults:
+            default = self.defaults[key]
         if value is _MISSING or (value is None and default is not _MISSING):
             if default is _MISSING:
                 raise self.error(key, "is missing")
@@ -79,8 +111,10 @@ class _Reader:
         return value
 
     def opt_int(self, *keys: str, minimum: int = 1) -> int | None:
-        """An integer or None when absent/null (a default that depends on other fields)."""
-        value = self.integer(*keys, default=None, minimum=minimum)
+        """An integer or None when absent/null (a default that depends on other fields), unless
+        the reader knows the class default of that key (`defaults`)."""
+        key, _ = self._get(keys)
+        value = self.integer(*keys, default=self.defaults.get(key), minimum=minimum)
         return value  # type: ignore[return-value]
 
     def probability(self, *keys: str, default: float = 0.0) -> float:
@@ -162,24 +196,34 @@ def _names(**overrides: str) -> dict[str, str]:
 # Each returns the keyword arguments of Architecture. Comments cite the transformers module.
 
 
-def _llama_like(
-    r: _Reader, *, tie: bool, qkv_bias: bool | None = None, o_bias: bool | None = None
-) -> dict[str, Any]:
-    """Llama, Mistral, Qwen2, Gemma, Gemma 2, Phi-3, Mixtral, Qwen2-MoE: RMSNorm, rotary,
-    q/k/v/o (modeling_llama.py LlamaAttention), gate/up/down (LlamaMLP)."""
+def _sizes(r: _Reader, *, tie: bool, head_dim_key: str | None = "head_dim") -> dict[str, Any]:
+    """The size keys the Llama-derived configs share: hidden_size, num_hidden_layers,
+    num_attention_heads, num_key_value_heads (absent: as many as the heads), head_dim (where
+    the attention reads one, else h / a), intermediate_size, vocab_size, tie_word_embeddings
+    (default `tie`, the configuration class's)."""
     hidden = r.integer("hidden_size")
     heads, kv = r.heads(("num_attention_heads",), ("num_key_value_heads",))
-    # LlamaAttention: bias=config.attention_bias on q, k, v and o alike (default False).
-    attention_bias = r.flag("attention_bias", default=False)
     return dict(
         hidden_size=hidden,
         num_layers=r.integer("num_hidden_layers"),
         num_heads=heads,
         num_kv_heads=kv,
-        head_dim=r.head_dim(hidden, heads),
+        head_dim=r.head_dim(hidden, heads, key=head_dim_key),
         intermediate_size=r.integer("intermediate_size"),
         vocab_size=r.integer("vocab_size"),
         tie_embeddings=r.flag("tie_word_embeddings", default=tie),
+    )
+
+
+def _llama_like(
+    r: _Reader, *, tie: bool, qkv_bias: bool | None = None, o_bias: bool | None = None
+) -> dict[str, Any]:
+    """Llama, Mistral, Qwen2, Gemma, Gemma 2, Phi-3, Mixtral, Qwen2-MoE: RMSNorm, rotary,
+    q/k/v/o (modeling_llama.py LlamaAttention), gate/up/down (LlamaMLP)."""
+    # LlamaAttention: bias=config.attention_bias on q, k, v and o alike (default False).
+    attention_bias = r.flag("attention_bias", default=False)
+    return dict(
+        _sizes(r, tie=tie),
         mlp_kind="gated",
         attention_bias=attention_bias if qkv_bias is None else qkv_bias,
         attention_out_bias=attention_bias if o_bias is None else o_bias,
@@ -217,18 +261,64 @@ def _gemma(r: _Reader) -> dict[str, Any]:
     arch["head_dim"] = r.integer("head_dim", default=256)
     # GemmaRMSNorm: output = x.float() normalized * (1.0 + weight.float()), cast at the end
     arch["norm_output_fp32"] = True
+    # configuration_gemma.py: hidden_act "gelu_pytorch_tanh"; the legacy "gelu" of the
+    # official releases is rewritten to it (GemmaConfig.__post_init__)
+    act = r.text("hidden_act", default="gelu_pytorch_tanh")
+    arch["hidden_act"] = "gelu_pytorch_tanh" if act == "gelu" else act
     return arch
 
 
-def _gemma2(r: _Reader) -> dict[str, Any]:
+def _gemma2(r: _Reader, softcaps: tuple[float, float] = (50.0, 30.0)) -> dict[str, Any]:
     # modeling_gemma2.py Gemma2DecoderLayer: input_layernorm, post_attention_layernorm,
     # pre_feedforward_layernorm, post_feedforward_layernorm -> 4 RMSNorms per layer.
     arch = _gemma(r)
     arch["norms_per_layer"] = 4
+    # Gemma2MLP: act_fn = ACT2FN[config.hidden_activation] (default "gelu_pytorch_tanh");
+    # hidden_act is not read
+    arch["hidden_act"] = r.text("hidden_activation", default="gelu_pytorch_tanh")
     # configuration_gemma2.py: attn_logit_softcapping 50.0, final_logit_softcapping 30.0
     # (null turns either off)
-    arch["attn_softcap"] = r.number("attn_logit_softcapping", default=50.0)
-    arch["logit_softcap"] = r.number("final_logit_softcapping", default=30.0)
+    arch["attn_softcap"] = r.number("attn_logit_softcapping", default=softcaps[0])
+    arch["logit_softcap"] = r.number("final_logit_softcapping", default=softcaps[1])
+    return arch
+
+
+# configuration_gemma3.py Gemma3TextConfig's defaults. They matter: a multimodal config.json
+# can store text_config as its difference from these, leaving out the keys at their default
+# (copies of Gemma 3's config.json have no text vocab_size: the 262,208 below applies).
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+}
+
+
+def _gemma3_text(r: _Reader) -> dict[str, Any]:
+    # modeling_gemma3.py: Gemma3DecoderLayer has Gemma 2's four Gemma3RMSNorms; Gemma3Attention
+    # adds q_norm and k_norm = Gemma3RMSNorm(head_dim) on every head, computed and multiplied by
+    # 1 + weight in fp32 like the others. Gemma3TextConfig: tie_word_embeddings True,
+    # attn_logit_softcapping and final_logit_softcapping None (off).
+    sub = _Reader(r.config, r.source, r.model_type, prefix=r.prefix,
+                  defaults={**GEMMA3_TEXT_DEFAULTS, **r.defaults})  # fmt: skip
+    arch = _gemma2(sub, softcaps=(0.0, 0.0))
+    arch["qk_norm"] = "per_head"
+    return arch
+
+
+def _gemma3(r: _Reader) -> dict[str, Any]:
+    # configuration_gemma3.py Gemma3Config: the text decoder is text_config (a Gemma3TextConfig),
+    # beside vision_config (SigLIP) and the projector. Only the text decoder is described:
+    # Gemma3ForConditionalGeneration's SigLIP vision tower (vision_tower) and
+    # multi_modal_projector are not counted (catalog.py names their size for the Gemma 3
+    # entries). Its lm_head is tied by the top-level tie_word_embeddings (default True;
+    # modeling_utils.get_expanded_tied_weights_keys reads the model's own config).
+    text = r.nested("text_config", "gemma3_text", GEMMA3_TEXT_DEFAULTS)
+    arch = _gemma3_text(text)
+    arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
     return arch
 
 
@@ -251,6 +341,9 @@ def _phi3(r: _Reader) -> dict[str, Any]:
         fused_gate_up=True,
         mlp_bias=False,
         residual_dropout=r.probability("resid_pdrop"),
+        # apply_rotary_pos_emb rotates q[..., :rotary_dim] and cats the rest back, whatever
+        # partial_rotary_factor is (Phi-4-mini 0.75, Phi-3 1.0)
+        rotary_cat=True,
     )
     return arch
 
@@ -271,32 +364,180 @@ def _mixtral(r: _Reader) -> dict[str, Any]:
     return arch
 
 
-def _qwen2_moe(r: _Reader) -> dict[str, Any]:
-    # modeling_qwen2_moe.py: attention as Qwen2 (q/k/v bias, o without). Layer i is sparse when
-    # i not in mlp_only_layers and num_experts > 0 and (i + 1) % decoder_sparse_step == 0,
-    # else a dense Qwen2MoeMLP of intermediate_size. A sparse layer has gate = Linear(h, E),
-    # E experts of moe_intermediate_size, one shared_expert of shared_expert_intermediate_size
-    # and shared_expert_gate = Linear(h, 1), all without bias.
-    arch = _qwen2(r)
-    layers = arch["num_layers"]
-    experts = r.integer("num_experts")
+def _experts(r: _Reader, experts_key: str, moe_layers: int) -> dict[str, Any]:
+    """The routed experts of `moe_layers` MoE layers: E (`experts_key`), top-k and the expert
+    width (moe_intermediate_size); a model without MoE layers gets none."""
+    experts = r.integer(experts_key)
     top_k = r.integer("num_experts_per_tok")
     if top_k > experts:
-        raise r.error("num_experts_per_tok", f"({top_k}) exceeds num_experts ({experts})")
+        raise r.error("num_experts_per_tok", f"({top_k}) exceeds {experts_key} ({experts})")
+    return dict(
+        num_experts=experts if moe_layers else 0,
+        experts_per_token=top_k if moe_layers else 0,
+        moe_intermediate_size=r.integer("moe_intermediate_size"),
+        moe_layers=moe_layers,
+    )
+
+
+def _qwen_sparse_layers(r: _Reader, layers: int) -> int:
+    """Qwen2-MoE's and Qwen3-MoE's rule: layer i is sparse when i is not in mlp_only_layers and
+    (i + 1) % decoder_sparse_step == 0 (and num_experts > 0), else a dense MLP of
+    intermediate_size (modeling_qwen2_moe.py / modeling_qwen3_moe.py DecoderLayer.__init__;
+    configuration defaults: decoder_sparse_step 1, mlp_only_layers [])."""
     step = r.integer("decoder_sparse_step", default=1)
     dense_only = set(r.int_list("mlp_only_layers"))
-    sparse = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+    return sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+
+
+def _qwen2_moe(r: _Reader) -> dict[str, Any]:
+    # modeling_qwen2_moe.py: attention as Qwen2 (q/k/v bias, o without). A sparse layer has
+    # gate = Linear(h, E), E experts of moe_intermediate_size, one shared_expert of
+    # shared_expert_intermediate_size and shared_expert_gate = Linear(h, 1), all without bias.
+    arch = _qwen2(r)
     arch.update(
-        num_experts=experts if sparse else 0,
-        experts_per_token=top_k if sparse else 0,
-        moe_intermediate_size=r.integer("moe_intermediate_size"),
-        moe_layers=sparse,
+        _experts(r, "num_experts", _qwen_sparse_layers(r, arch["num_layers"])),
         # configuration_qwen2_moe.py: shared_expert_intermediate_size default 5632; 0 = none.
         shared_expert_intermediate_size=r.integer(
             "shared_expert_intermediate_size", default=5632, minimum=0
         ),
     )
     return arch
+
+
+def _qwen3_moe(r: _Reader) -> dict[str, Any]:
+    # modeling_qwen3_moe.py: attention as Qwen3 (q_norm / k_norm of head_dim, bias =
+    # attention_bias); a sparse layer (the Qwen2-MoE rule) has Qwen3MoeSparseMoeBlock's router
+    # gate (E x h) and E experts of moe_intermediate_size, no shared expert; a dense one a
+    # Qwen3MoeMLP of intermediate_size. configuration_qwen3_moe.py: tie default False.
+    arch = _qwen3(r)
+    arch.update(_experts(r, "num_experts", _qwen_sparse_layers(r, arch["num_layers"])))
+    return arch
+
+
+def _olmo2(r: _Reader) -> dict[str, Any]:
+    # modeling_olmo2.py Olmo2Attention: q/k/v/o with bias=config.attention_bias (default False),
+    # q_norm = Olmo2RMSNorm(a * head_dim) on the whole q_proj output, k_norm likewise over
+    # kv * head_dim; Olmo2MLP gate/up/down without bias. Olmo2DecoderLayer normalizes the
+    # attention and MLP outputs (post_attention_layernorm, post_feedforward_layernorm) and
+    # has no input norm. Olmo2RMSNorm multiplies by its weight in fp32 before the cast back.
+    # configuration_olmo2.py: num_key_value_heads None -> num_attention_heads, tie False.
+    arch = _llama_like(r, tie=False)
+    arch.update(mlp_bias=False, norm_position="post", qk_norm="full", norm_output_fp32=True)
+    return arch
+
+
+def _deepseek_v2(r: _Reader) -> dict[str, Any]:
+    # modeling_deepseek_v2.py DeepseekV2Attention (multi-head latent attention): q_proj =
+    # Linear(h, a (nope + rope), bias=False) when q_lora_rank is None, else q_a_proj (h -> q_lora,
+    # bias=attention_bias), q_a_layernorm, q_b_proj (-> a (nope + rope), bias=False);
+    # kv_a_proj_with_mqa (h -> kv_lora_rank + rope, bias=attention_bias), kv_a_layernorm
+    # (kv_lora_rank), kv_b_proj (kv_lora_rank -> a (nope + v), bias=False), o_proj (a v -> h,
+    # bias=attention_bias). DeepseekV2DecoderLayer: a DeepseekV2Moe when layer_idx >=
+    # first_k_dense_replace, else a dense DeepseekV2MLP of intermediate_size. DeepseekV2Moe:
+    # router weight (E x h), E experts of moe_intermediate_size, shared_experts = one
+    # DeepseekV2MLP of moe_intermediate_size x n_shared_experts, added without a gate.
+    # configuration_deepseek_v2.py defaults: q_lora_rank 1536 (null: none), kv_lora_rank 512,
+    # qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, n_routed_experts 64,
+    # n_shared_experts 2, first_k_dense_replace 0, moe_intermediate_size 1407, mlp_bias False,
+    # attention_bias False, tie False.
+    if r.flag("mlp_bias", default=False):
+        # DeepseekV2MLP (dense layers, shared experts) would have biases, the experts none
+        raise r.error("mlp_bias", "is true: MLP biases of DeepSeek-V2 are not supported")
+    freq = r.integer("moe_layer_freq", default=1)
+    if freq != 1:
+        # DeepSeek's own modeling code makes only every moe_layer_freq-th layer MoE;
+        # transformers' DeepseekV2DecoderLayer ignores the key: the two disagree
+        raise r.error("moe_layer_freq", f"is {freq}: only 1 is supported")
+    arch = _llama_like(r, tie=False)
+    heads = arch["num_heads"]
+    if arch["num_kv_heads"] != heads:
+        # kv_b_proj expands the latent to every query head; repeat_kv would repeat them again
+        raise r.error("num_key_value_heads", f"must equal num_attention_heads ({heads}) for MLA")
+    # An explicit null q_lora_rank means a plain q_proj; an absent one is the class default
+    # 1536 (DeepSeek-V2-Lite's config.json says null: reading it as absent adds 42,508,800).
+    q_lora = 0 if r.config.get("q_lora_rank", 0) is None else r.integer("q_lora_rank", default=1536)
+    nope = r.integer("qk_nope_head_dim", default=128)
+    rope = r.integer("qk_rope_head_dim", default=64)
+    layers = arch["num_layers"]
+    dense = r.integer("first_k_dense_replace", default=0, minimum=0)
+    moe = max(0, layers - dense)
+    experts = _experts(r, "n_routed_experts", moe) if moe else {}
+    shared = r.integer("n_shared_experts", default=2, minimum=0)
+    arch.update(
+        head_dim=nope + rope,
+        q_lora_rank=q_lora,
+        kv_lora_rank=r.integer("kv_lora_rank", default=512),
+        qk_rope_head_dim=rope,
+        v_head_dim=r.integer("v_head_dim", default=128),
+        mlp_bias=False,
+        **experts,
+        shared_expert_intermediate_size=shared * experts.get("moe_intermediate_size", 0),
+        shared_expert_gate=False,
+        router_fp32=True,
+        rotary_cat=True,  # query_states = torch.cat((q_nope, q_pe), dim=-1)
+        names=_names(router="gate"),
+    )
+    return arch
+
+
+def _phi(r: _Reader) -> dict[str, Any]:
+    # modeling_phi.py PhiDecoderLayer: one input_layernorm (LayerNorm, weight and bias) whose
+    # output feeds self_attn and mlp in parallel; PhiAttention q/k/v_proj (h -> a d, kv d) and
+    # dense, all with bias; PhiMLP fc1/fc2 with bias, ACT2FN[hidden_act]; PhiModel
+    # final_layernorm; PhiForCausalLM lm_head = Linear(h, V, bias=True). configuration_phi.py:
+    # num_key_value_heads None -> num_attention_heads, hidden_act "gelu_new", resid_pdrop,
+    # embd_pdrop and attention_dropout 0.0, tie_word_embeddings False, partial_rotary_factor
+    # 0.5 (rotary on part of each head: no parameters, the same saved tensors).
+    if r.flag("qk_layernorm", default=False):
+        raise r.error("qk_layernorm", "is true: Phi's q/k LayerNorms are not supported")
+    resid = r.probability("resid_pdrop")  # PhiDecoderLayer.resid_dropout, attention and MLP
+    return dict(
+        # PhiAttention: getattr(config, "head_dim", hidden_size // num_attention_heads)
+        _sizes(r, tie=False),
+        mlp_kind="plain",
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
+        norm_kind="layernorm",
+        norms_per_layer=1,
+        parallel_residual=True,
+        rotary_cat=True,  # PhiAttention: torch.cat((query_rot, query_pass), dim=-1)
+        lm_head_bias=True,
+        hidden_act=r.text("hidden_act", default="gelu_new"),
+        attention_dropout=r.probability("attention_dropout"),
+        residual_dropout=resid,
+        embedding_dropout=r.probability("embd_pdrop"),  # PhiModel.embed_dropout
+        names=_names(o="dense"),
+    )
+
+
+def _stablelm(r: _Reader) -> dict[str, Any]:
+    # modeling_stablelm.py StableLmAttention: head_dim = hidden_size // num_attention_heads,
+    # q/k/v_proj with bias=config.use_qkv_bias (default False), o_proj without; StableLmMLP
+    # gate/up/down without bias; StableLmDecoderLayer: input_layernorm (LayerNorm with bias),
+    # post_attention_layernorm only without use_parallel_residual (default False), in which
+    # case attention and MLP read the same normalized input; StableLmModel.norm (LayerNorm);
+    # lm_head without bias, tie default False; partial_rotary_factor 0.25 (no parameters).
+    if r.flag("qk_layernorm", default=False):
+        raise r.error("qk_layernorm", "is true: StableLM's per-head LayerNorms are not supported")
+    qkv_bias = r.flag("use_qkv_bias", default=False)
+    parallel = r.flag("use_parallel_residual", default=False)
+    return dict(
+        _sizes(r, tie=False, head_dim_key=None),  # StableLmAttention reads no head_dim
+        mlp_kind="gated",
+        attention_bias=qkv_bias,
+        attention_out_bias=False,
+        norm_kind="layernorm",
+        norms_per_layer=1 if parallel else 2,
+        parallel_residual=parallel,
+        rotary_cat=True,  # StableLmAttention: torch.cat((query_rot, query_pass), dim=-1)
+        hidden_act=r.text("hidden_act", default="silu"),
+        attention_dropout=r.probability("attention_dropout"),
+        # StableLmDecoderLayer.dropout (hidden_dropout, default 0.0) acts on the MLP output only
+        residual_dropout=r.probability("hidden_dropout"),
+        attention_output_dropout=False,
+        names=_names(),
+    )
 
 
 def _gpt2(r: _Reader) -> dict[str, Any]:
@@ -331,7 +572,7 @@ def _gpt2(r: _Reader) -> dict[str, Any]:
         residual_dropout=r.probability("resid_pdrop", default=0.1),
         embedding_dropout=r.probability("embd_pdrop", default=0.1),
         eager_softmax_fp32=False,
-        names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj"),
+        names=_names(qkv="c_attn", o="c_proj", fc_in="c_fc", fc_out="c_proj", embed="wte"),
     )
 
 
@@ -364,12 +605,19 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
         norms_per_layer=2,
         fused_qkv=True,
         hidden_act=r.text("hidden_act", default="gelu"),
+        # apply_rotary_pos_emb rotates the first rotary_pct of each head, cats the rest back
+        rotary_cat=True,
         parallel_residual=r.flag("use_parallel_residual", default=True),
         attention_dropout=r.probability("attention_dropout"),
         residual_dropout=hidden_dropout,
         embedding_dropout=hidden_dropout,
         names=_names(
-            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+            qkv="query_key_value",
+            o="dense",
+            fc_in="dense_h_to_4h",
+            fc_out="dense_4h_to_h",
+            embed="embed_in",
+            lm_head="embed_out",
         ),
     )
 
@@ -466,7 +714,11 @@ def _falcon(r: _Reader) -> dict[str, Any]:
         residual_dropout=hidden_dropout,
         eager_softmax_fp32=False,
         names=_names(
-            qkv="query_key_value", o="dense", fc_in="dense_h_to_4h", fc_out="dense_4h_to_h"
+            qkv="query_key_value",
+            o="dense",
+            fc_in="dense_h_to_4h",
+            fc_out="dense_4h_to_h",
+            embed="word_embeddings",
         ),
     )
 
@@ -478,9 +730,16 @@ FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "gemma": _gemma,
     "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
+    "gemma3": _gemma3,
+    "olmo2": _olmo2,
+    "deepseek_v2": _deepseek_v2,
+    "phi": _phi,
     "phi3": _phi3,
+    "stablelm": _stablelm,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
     "opt": _opt,

@@ -20,25 +20,27 @@ class GpuPreset:
     """Bytes, as NVML reports the card's total."""
     intra_node: str
     """Default interconnect preset inside a node."""
+    compute_capability: float
+    """CUDA compute capability (sm): PyTorch sizes its cuBLAS workspace by it."""
 
 
 GPUS: dict[str, GpuPreset] = {
     p.key: p
     for p in (
-        GpuPreset("a100-40gb", "A100 40GB", 40960 * MiB, "nvlink3"),
-        GpuPreset("a100-80gb", "A100 80GB", 81920 * MiB, "nvlink3"),
-        GpuPreset("h100-sxm", "H100 80GB SXM", 81559 * MiB, "nvlink4"),
-        GpuPreset("h100-pcie", "H100 80GB PCIe", 81559 * MiB, "pcie5"),
-        GpuPreset("h200", "H200 141GB", 143771 * MiB, "nvlink4"),
-        GpuPreset("b200", "B200 180GB", 183359 * MiB, "nvlink5"),
-        GpuPreset("l40s", "L40S 48GB", 46068 * MiB, "pcie4"),
-        GpuPreset("l4", "L4 24GB", 23034 * MiB, "pcie4"),
-        GpuPreset("a10g", "A10G 24GB", 23028 * MiB, "pcie4"),
-        GpuPreset("rtx3090", "RTX 3090 24GB", 24576 * MiB, "pcie4"),
-        GpuPreset("rtx4090", "RTX 4090 24GB", 24564 * MiB, "pcie4"),
-        GpuPreset("v100-16gb", "V100 16GB", 16384 * MiB, "nvlink2"),
-        GpuPreset("v100-32gb", "V100 32GB", 32768 * MiB, "nvlink2"),
-        GpuPreset("t4", "T4 16GB", 15360 * MiB, "pcie3"),
+        GpuPreset("a100-40gb", "A100 40GB", 40960 * MiB, "nvlink3", 8.0),
+        GpuPreset("a100-80gb", "A100 80GB", 81920 * MiB, "nvlink3", 8.0),
+        GpuPreset("h100-sxm", "H100 80GB SXM", 81559 * MiB, "nvlink4", 9.0),
+        GpuPreset("h100-pcie", "H100 80GB PCIe", 81559 * MiB, "pcie5", 9.0),
+        GpuPreset("h200", "H200 141GB", 143771 * MiB, "nvlink4", 9.0),
+        GpuPreset("b200", "B200 180GB", 183359 * MiB, "nvlink5", 10.0),
+        GpuPreset("l40s", "L40S 48GB", 46068 * MiB, "pcie4", 8.9),
+        GpuPreset("l4", "L4 24GB", 23034 * MiB, "pcie4", 8.9),
+        GpuPreset("a10g", "A10G 24GB", 23028 * MiB, "pcie4", 8.6),
+        GpuPreset("rtx3090", "RTX 3090 24GB", 24576 * MiB, "pcie4", 8.6),
+        GpuPreset("rtx4090", "RTX 4090 24GB", 24564 * MiB, "pcie4", 8.9),
+        GpuPreset("v100-16gb", "V100 16GB", 16384 * MiB, "nvlink2", 7.0),
+        GpuPreset("v100-32gb", "V100 32GB", 32768 * MiB, "nvlink2", 7.0),
+        GpuPreset("t4", "T4 16GB", 15360 * MiB, "pcie3", 7.5),
     )
 }
 GPU_ALIASES = {"a100": "a100-80gb", "h100": "h100-sxm", "v100": "v100-32gb"}

@@ -8,12 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memtui.estimator.choices import Attention, Checkpointing, Method, Offload, Optimizer
+from memtui.estimator.choices import (
+    Attention,
+    Checkpointing,
+    LossKind,
+    Method,
+    Offload,
+    Optimizer,
+)
 from memtui.estimator.communication import volume
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
-from memtui.estimator.state import static_state
 from memtui.estimator.strategies import strategy_spec
 
 PlanTotal = Callable[[Plan], int]
@@ -33,9 +39,13 @@ def _lever(
     return Lever(name=name, saves_bytes=saves, cost=cost, applied=applied)
 
 
-def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...]:
+def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
-    costs; each saving is `per_gpu_total` of the plan with that lever pulled."""
+    costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
+    plan's stack cannot pull are left out."""
+    from memtui.estimator.stacks import stack_for  # the stacks import the levers' callers
+
+    stack = stack_for(plan)
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever:
         return _lever(plan, total, per_gpu_total, name, cost, applied, update)
@@ -46,7 +56,8 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
     next_stage = how.next_stage
     if how.hybrid and plan.hardware.nodes == 1:
         next_stage = None  # HSDP on one node already shards over every GPU
-    trainable = static_state(plan).trainable  # memoised: the budget just computed it
+    if next_stage is not None and next_stage not in stack.strategies:
+        next_stage = None
     extra_comm = ""
     if next_stage is not None:
         now = sum(volume(plan, plan.strategy, trainable))
@@ -56,7 +67,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
     gathers = ""
     if how.shards_weights:
         gathers = ", FSDP gathers the weights again for every micro-batch"
-    return (
+    out = [
         make(
             "FlashAttention",
             "nearly free: same math, no s x s scores stored",
@@ -71,13 +82,25 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
             b == 1,
             micro_batch=half,
             grad_accum=plan.grad_accum * 2,
-        ),
+        )
+        if not plan.optimizer_in_backward
+        else None,
         make(
             "Activation checkpointing (full)",
             "about 33% more FLOPs: one extra forward per step (HFU 4/3 of MFU)",
             plan.checkpointing is Checkpointing.full,
             checkpointing=Checkpointing.full,
         ),
+        _loss_lever(plan, stack.losses, make),
+        make(
+            "Activation offloading",
+            "layer inputs to pinned CPU RAM (the CPU RAM figure grows), copies overlap compute",
+            plan.activation_offload,
+            activation_offload=True,
+            checkpointing=Checkpointing.full,
+        )
+        if stack.activation_offload
+        else None,
         make(
             f"Sequence {plan.seq_len} -> {max(1, plan.seq_len // 2)} (or packing)",
             "fewer tokens per sample; packing keeps the tokens per step",
@@ -85,11 +108,20 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
             seq_len=max(1, plan.seq_len // 2),
         ),
         make(
-            "CPU offload of optimizer state",
-            "last resort: PCIe makes steps several times slower; needs CPU RAM",
-            plan.offload is not Offload.none,
-            offload=Offload.optimizer,
+            "expandable_segments",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: less fragmentation, no cost",
+            plan.expandable_segments,
+            expandable_segments=True,
         ),
+        make(
+            "Optimizer step in backward",
+            "no gradient accumulation or clipping; frees each gradient in its hook",
+            plan.optimizer_in_backward,
+            optimizer_in_backward=True,
+        )
+        if stack.optimizer_in_backward and plan.grad_accum == 1 and plan.offload is Offload.none
+        else None,
+        _offload_lever(plan, stack.offloads, how.shards_weights, make),
         make(
             f"Shard further ({next_stage.value if next_stage else 'full shard'})",
             f"more collectives per step{extra_comm}",
@@ -102,6 +134,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
             optimizer_spec(plan.optimizer).eight_bit,
             optimizer=Optimizer.adamw8bit,
         ),
+        _saved_modules_lever(plan, make),
         make(
             "LoRA",
             "a different method: trains low-rank adapters, the base stays frozen",
@@ -114,4 +147,63 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal) -> tuple[Lever, ...
             plan.method is Method.qlora,
             method=Method.qlora,
         ),
+    ]
+    return tuple(lever for lever in out if lever is not None)
+
+
+LeverMaker = Callable[..., Lever]
+
+
+def _loss_lever(plan: Plan, losses: tuple[LossKind, ...], make: LeverMaker) -> Lever | None:
+    """The lightest loss the stack computes: fused linear cross-entropy, else chunked."""
+    if LossKind.fused in losses:
+        return make(
+            "Fused linear cross-entropy",
+            "logits never whole (Liger's use_liger_kernel, CCE): a fused kernel",
+            plan.loss is LossKind.fused,
+            loss=LossKind.fused,
+        )
+    if LossKind.chunked in losses:
+        return make(
+            "Chunked cross-entropy",
+            "fp32 log-probs kept, the rest one chunk at a time",
+            plan.loss is not LossKind.full,
+            loss=LossKind.chunked,
+        )
+    return None
+
+
+def _offload_lever(
+    plan: Plan, offloads: tuple[Offload, ...], sharded: bool, make: LeverMaker
+) -> Lever | None:
+    """Optimizer offload where the stack has it, else parameter offload (with sharding)."""
+    cost = "last resort: PCIe makes steps several times slower; needs CPU RAM"
+    if Offload.optimizer in offloads:
+        return make(
+            "CPU offload of optimizer state",
+            cost,
+            plan.offload is not Offload.none,
+            offload=Offload.optimizer,
+        )
+    if Offload.params in offloads and sharded:
+        return make(
+            "CPU offload of parameters, gradients and optimizer",
+            cost,
+            plan.offload is Offload.params,
+            offload=Offload.params,
+        )
+    return None
+
+
+def _saved_modules_lever(plan: Plan, make: LeverMaker) -> Lever | None:
+    """LoRA adapters on the modules trained in full (modules_to_save) instead."""
+    if plan.method is Method.full or not plan.modules_to_save:
+        return None
+    names = ", ".join(plan.modules_to_save)
+    return make(
+        f"LoRA on {names} instead of full copies",
+        "adapters where modules_to_save trained full copies (less capacity to learn there)",
+        False,
+        modules_to_save=(),
+        lora_targets=(*plan.lora_targets, *plan.modules_to_save),
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memtui.estimator.catalog import lookup
+from memtui.estimator.catalog import base_of_variant, lookup_id
 from memtui.estimator.configs import ModelConfigError, architecture_from_config
 from memtui.estimator.plan import ModelSpec
 from memtui.estimator.units import parse_count
@@ -138,12 +138,12 @@ def _resolve(text: str) -> ResolvedModel:
         return _from_file(text, config, "folder")
     if path.is_file():
         return _from_file(text, path, "file")
-    entry = lookup(text)
-    if entry is not None:
+    found = lookup_id(text)
+    if found is not None:
+        # an alias (an -Instruct twin) keeps its own name, with its base's architecture
+        name, entry = found
         return ResolvedModel(
-            ModelSpec.from_architecture(entry.repo_id, entry.architecture),
-            entry.config,
-            "catalog",
+            ModelSpec.from_architecture(name, entry.architecture), entry.config, "catalog"
         )
     count = bare_count(text)
     if count is not None:
@@ -152,8 +152,14 @@ def _resolve(text: str) -> ResolvedModel:
     cached = _cached_config(text, cache)
     if cached is not None:
         return _from_file(text, cached, "cache")
+    base = base_of_variant(text)
+    hint = (
+        f"; the catalog has {base}, but not this variant of it: give its config.json"
+        if base
+        else ""
+    )
     raise ModelConfigError(
         f"model {text!r} not found: no such file or folder, not a catalog id "
         f"(see `memtui models`), not a parameter count, not in the Hugging Face cache at "
-        f"{cache}"
+        f"{cache}{hint}"
     )

@@ -36,6 +36,10 @@ class OptimizerSpec:
     """bitsandbytes' paged variant: the state lives in unified memory that can be evicted to
     CPU RAM under pressure (counted on the GPU: it is there whenever it fits)."""
     step: StepTemporaries = "none"
+    moment_width: int | None = None
+    """Bytes per moment element whatever the parameters' dtype (bitsandbytes' 32-bit
+    optimizers keep fp32 state: optim/optimizer.py Optimizer2State.init_state); None: the
+    stack's moment dtype."""
 
     @property
     def eight_bit(self) -> bool:
@@ -51,7 +55,7 @@ class OptimizerSpec:
         if self.layout == "factored":
             # the second moment as row + column sums for a matrix, in full for a vector (fp32)
             return 4 * (rows + cols if rows and cols else numel)
-        return self.moments * moment_bytes * numel
+        return self.moments * (self.moment_width or moment_bytes) * numel
 
     def step_temporaries(
         self, local: float, largest: Callable[[], int], moment_bytes: int, precision: Precision
@@ -81,6 +85,7 @@ OPTIMIZERS: dict[Optimizer, OptimizerSpec] = {
         OptimizerSpec(
             Optimizer.paged_adamw8bit, "paged 8-bit AdamW", 2, layout="blockwise-8bit", paged=True
         ),
+        OptimizerSpec(Optimizer.paged_adamw, "paged AdamW (32-bit)", 2, paged=True, moment_width=4),
         OptimizerSpec(Optimizer.sgd, "SGD", 0),
         OptimizerSpec(Optimizer.sgd_momentum, "SGD with momentum", 1),
         OptimizerSpec(

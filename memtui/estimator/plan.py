@@ -14,10 +14,12 @@ from memtui.estimator.architecture import Architecture
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    LossKind,
     Method,
     Offload,
     Optimizer,
     Precision,
+    StackName,
     StateDtype,
     Strategy,
 )
@@ -70,6 +72,9 @@ class Hardware(Frozen):
     """Bytes/s per GPU per direction inside a node (NVLink 4: 450 GB/s)."""
     inter_node_bandwidth: float = Field(50e9, gt=0)
     """Bytes/s per GPU per direction across nodes (one 400 Gb/s NDR port per GPU)."""
+    compute_capability: float = Field(9.0, ge=3, le=20)
+    """The card's CUDA compute capability (H100: 9.0): PyTorch sizes its cuBLAS workspace by
+    it (aten/src/ATen/cuda/CublasHandlePool.cpp)."""
 
     @property
     def gpus(self) -> int:
@@ -77,19 +82,53 @@ class Hardware(Frozen):
 
 
 class OverheadSettings(Frozen):
-    """Memory that is not the model's: CUDA context, NCCL, allocator fragmentation."""
+    """Memory that is not the model's tensors: the CUDA context, NCCL's buffers, cuBLAS's
+    workspace and what the caching allocator reserves beyond the tensors it holds."""
 
     enabled: bool = True
-    """False: show the model's memory alone (`--overhead none`)."""
+    """False: show the model's tensors alone (`--overhead none`)."""
     cuda_context: int = Field(512 * 2**20, ge=0)
-    """Bytes of CUDA context + PyTorch kernels per process. CUDA 12 with lazy module loading
-    measures 300-600 MiB on A100/H100 (PyTorch CUDA semantics notes); 512 MiB by default."""
+    """Bytes of CUDA context + kernel images per process, outside PyTorch's allocator (only
+    nvidia-smi sees it). CUDA 11.7+ with lazy module loading: 287 MB on the GPU of PyTorch
+    PR #86509, 300-400 MB per PyTorch's maintainers (issues #107667, #109888); no published
+    H100 figure, so 512 MiB until benchmarks/cuda_check.py measures it."""
     nccl: int = Field(1 * GiB, ge=0)
-    """Bytes NCCL keeps once communicators exist (channels x NCCL_BUFFSIZE 4 MiB per peer plus
-    its work FIFO; about 1-2 GiB on 8-GPU nodes per DESIGN.md); only with more than one GPU."""
-    fragmentation: float = Field(0.03, ge=0, le=0.5)
-    """Fraction of the card lost to the caching allocator's fragmentation ("a few percent",
-    DESIGN.md section 5; PyTorch memory_stats reserved - allocated)."""
+    """Bytes NCCL keeps once communicators exist, outside PyTorch's allocator: NCCL_BUFFSIZE
+    4 MiB (+ LL and LL128 buffers) per channel per peer (nccl src/init.cc); 544-688 MB per
+    group on 4 x A100 (NVIDIA/nccl #964), about 1.6 GB after an all-reduce (#864), NVLS adds
+    about 288 MiB per rank on NVSwitch systems. 1 GiB, only with more than one GPU."""
+    fragmentation: float = Field(0.10, ge=0, le=1)
+    """What the caching allocator reserves beyond its allocated peak, as a fraction of it
+    (max_memory_reserved / max_memory_allocated - 1): freed blocks it keeps cached that the
+    next requests cannot reuse, 2 MiB rounding of large blocks (c10/cuda/
+    CUDACachingAllocator.cpp). A planning figure until benchmarks/cuda_check.py calibrates
+    it; expandable segments cut it to `expandable_fragmentation`."""
+    expandable_fragmentation: float = Field(0.02, ge=0, le=1)
+    """The same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, whose segments grow in
+    2 MiB pages and unmap freed ones (the allocator's own remedy for fragmentation)."""
+
+
+class DeepSpeedSettings(Frozen):
+    """The ZeRO settings that size DeepSpeed's buffers (deepspeed/runtime/zero/config.py);
+    None means "auto", resolved as Transformers' HfTrainerDeepSpeedConfig does from the
+    model's hidden size."""
+
+    reduce_bucket_size: int | None = Field(None, ge=1)
+    """Elements of the gradient reduce bucket (auto: hidden^2; DeepSpeed's own default 5e8)."""
+    prefetch_bucket_size: int | None = Field(None, ge=0)
+    """ZeRO-3: elements gathered ahead of use (auto: 0.9 hidden^2; DeepSpeed's 5e7)."""
+    max_live_parameters: int = Field(10**9, ge=1)
+    """ZeRO-3: at most this many gathered elements alive (stage3_max_live_parameters)."""
+    persistence_threshold: int | None = Field(None, ge=0)
+    """ZeRO-3: parameters this small are never partitioned (auto: 10 hidden; 1e5)."""
+    overlap_comm: bool | None = None
+    """Double the reduce bucket to overlap communication; None: DeepSpeed's default (on for
+    ZeRO-3 only)."""
+    grad_accum_fp32: bool = False
+    """data_types.grad_accum_dtype fp32: ZeRO-1 then runs BF16_Optimizer, which keeps a full
+    fp32 gradient buffer (runtime/bf16_optimizer.py)."""
+    sub_group_size: int = Field(10**9, ge=1)
+    """ZeRO-3: the optimizer steps sub-groups of this many elements at a time."""
 
 
 class Plan(Frozen):
@@ -108,6 +147,15 @@ class Plan(Frozen):
     """QLoRA double quantization: 4.127 instead of 4.5 bits per base parameter."""
     qlora_upcast: bool = True
     """PEFT's prepare_model_for_kbit_training casts non-quantized parameters to fp32."""
+    qlora_keeps_inputs: bool = False
+    """The 4-bit base linears keep their inputs for backward, as bitsandbytes did before
+    0.43.2 (MatMul4Bit saved its input A; fixed in PR #1270, July 2024)."""
+    lora_dropout: float = Field(0.0, ge=0, lt=1)
+    """LoRA dropout (PEFT's LoraConfig default 0.0; lit-gpt 0.05): above 0 every adapted
+    linear keeps a mask and its dropped input."""
+    modules_to_save: tuple[str, ...] = ()
+    """Modules trained in full beside the adapters (PEFT modules_to_save: lm_head,
+    embed_tokens), each a trainable copy of the original."""
     precision: Precision = Precision.bf16_mixed
     fp32_grad_buffer: bool = False
     """Keep an fp32 gradient-accumulation buffer (+4 B/param; Megatron, DeepSpeed)."""
@@ -130,6 +178,21 @@ class Plan(Frozen):
     tp: int = Field(1, ge=1, le=1024)
     """Tensor-parallel degree (with sequence parallelism); divides weights and activations."""
     overhead: OverheadSettings = OverheadSettings()
+    stack: StackName = StackName.generic
+    """The software that runs the plan; its own bookkeeping sizes every term."""
+    loss: LossKind = LossKind.full
+    """How the loss meets the logits: whole (transformers), chunked, or a fused linear
+    cross-entropy that never holds them whole."""
+    optimizer_in_backward: bool = False
+    """Step each parameter in its gradient hook and free the gradient there (torchtune's
+    optimizer_in_bwd): no full set of gradients, no gradient accumulation."""
+    activation_offload: bool = False
+    """Move the checkpointed layer inputs to pinned CPU memory during forward (torchtune's
+    enable_activation_offloading; needs full checkpointing)."""
+    expandable_segments: bool = False
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)."""
+    deepspeed: DeepSpeedSettings = DeepSpeedSettings()
+    """ZeRO's buffer sizes (the deepspeed stack)."""
 
     @model_validator(mode="after")
     def _check(self) -> Plan:
@@ -143,6 +206,23 @@ class Plan(Frozen):
             raise ValueError("no LoRA targets: use attention, all-linear or module names")
         # checked whatever the method: the LoRA levers and the method key switch to LoRA
         self.model.architecture.lora_layers(self.lora_targets)
+        if self.modules_to_save:
+            self.model.architecture.saved_modules(self.modules_to_save)
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            raise ValueError(
+                "optimizer_in_backward steps each parameter as its gradient arrives: "
+                "gradient accumulation (grad_accum > 1) is impossible with it"
+            )
+        if self.optimizer_in_backward and self.offload is not Offload.none:
+            raise ValueError("optimizer_in_backward runs the step on the GPU: no offload")
+        if self.activation_offload and self.checkpointing is not Checkpointing.full:
+            raise ValueError(
+                "activation_offload moves the checkpointed layer inputs: it needs "
+                "checkpointing full"
+            )
+        from memtui.estimator.stacks import STACKS  # the stacks import the plan
+
+        STACKS[self.stack].check(self)
         return self
 
     @property

@@ -36,16 +36,26 @@ class Budget(Frozen):
     static: int
     """Weights + gradients + master weights + optimizer states, bytes per GPU."""
     total: int
-    """Every term, bytes per GPU: the predicted peak."""
+    """Every term, bytes per GPU: the predicted peak as nvidia-smi shows it (reserved + the
+    CUDA context, NCCL and managed memory); the verdict compares it with the card."""
+    allocated: int
+    """The tensors' peak, what torch.cuda.max_memory_allocated would report."""
+    reserved: int
+    """allocated + the caching allocator's reserve: torch.cuda.max_memory_reserved."""
     capacity: int
     """Bytes per GPU the card has (NVML's total)."""
     headroom: int
     """capacity - total (negative when it does not fit)."""
     fits: bool
+    """Every phase fits the card (the training step, loading, saving)."""
     fits_static: bool
     """The static state alone fits (seed 000's first question)."""
     cpu_ram: int
     """CPU RAM per GPU needed by offload, bytes."""
+    peak_phase: str = "training step"
+    """The phase with the largest GPU peak (the verdict's)."""
+    peak_bytes: int = 0
+    """That phase's GPU bytes (the training step's `total` unless another phase is larger)."""
 
     def term(self, key: TermKind | str) -> int:
         """Bytes of the term `key`; a string that names no term raises ValueError (a
@@ -57,6 +67,10 @@ class Budget(Frozen):
 class StrategyEntry(Frozen):
     """One strategy's figures, all else in the plan unchanged."""
 
+    applicable: bool = True
+    """False when the plan's stack or settings cannot run this strategy (its figures are 0)."""
+    note: str = ""
+    """Why it is not applicable."""
     per_gpu_static: int
     per_gpu_total: int
     fits: bool
@@ -91,6 +105,26 @@ class Communication(Frozen):
     detail: str
 
 
+class RuntimeLine(Frozen):
+    """One part of the runtime overhead: where it lives decides which total counts it."""
+
+    name: str
+    bytes: int
+    where: str
+    """allocated (a tensor of the allocator), reserved (the allocator's cache) or outside
+    (the CUDA context, NCCL, managed memory)."""
+    source: str
+
+
+class PhaseLine(Frozen):
+    """One phase of the job: its peak on the busiest GPU and in CPU RAM per node."""
+
+    name: str
+    gpu_bytes: int
+    cpu_bytes_per_node: int
+    source: str
+
+
 class Parameters(Frozen):
     total: int
     trainable: int
@@ -106,10 +140,27 @@ class Report(Frozen):
     strategies: tuple[StrategyRow, ...]
     levers: tuple[Lever, ...]
     communication: Communication
+    runtime: tuple[RuntimeLine, ...]
+    """The runtime overhead term, part by part."""
+    phases: tuple[PhaseLine, ...]
+    """The training step, model loading and checkpoint saving."""
+    stack: str
+    """The stack that runs the plan (its label)."""
     max_micro_batch: int
     """Largest micro-batch that fits with the plan's strategy."""
     assumptions: tuple[str, ...]
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
+
+
+class Provenance(Frozen):
+    """Where one plan field came from when the plan was read from a job's config files
+    (`memtui estimate --from FILE`)."""
+
+    field: str
+    """The plan field: strategy, micro_batch, hardware.gpus_per_node..."""
+    value: str
+    source: str
+    """'file:key' (several, comma-separated, for a field decided from more than one)."""
 
 
 class EstimateDocument(Frozen):
@@ -120,7 +171,7 @@ class EstimateDocument(Frozen):
     parameters: Parameters
     bytes_per_param: float
     per_gpu: dict[str, int]
-    """Every term by its key, plus `static` and `total`."""
+    """Every term by its key, plus `static`, `allocated`, `reserved` and `total`."""
     sources: dict[str, str]
     """Where each term's number comes from."""
     capacity: int
@@ -128,6 +179,12 @@ class EstimateDocument(Frozen):
     fits: bool
     fits_static: bool
     cpu_ram_per_gpu: int
+    stack: str
+    runtime: tuple[RuntimeLine, ...]
+    phases: tuple[PhaseLine, ...]
+    peak_phase: str
+    cpu_ram_per_node: int
+    """The largest CPU RAM any phase needs on one node, bytes."""
     strategies: dict[str, StrategyEntry]
     communication: Communication
     levers: tuple[Lever, ...]
@@ -135,26 +192,46 @@ class EstimateDocument(Frozen):
     assumptions: tuple[str, ...]
     plan: dict[str, Any]
     """The plan's inputs (the model by name: its architecture is not repeated)."""
+    provenance: tuple[Provenance, ...] = ()
+    """With --from: each field the files decided and the file and key it came from."""
 
     @classmethod
-    def of(cls, plan: Plan, report: Report) -> EstimateDocument:
+    def of(
+        cls,
+        plan: Plan,
+        report: Report,
+        provenance: tuple[Provenance, ...] = (),
+        imported_assumptions: tuple[str, ...] = (),
+    ) -> EstimateDocument:
         budget = report.budget
         per_gpu = {t.key.value: t.bytes for t in budget.terms}
+        totals = {
+            "static": budget.static,
+            "allocated": budget.allocated,
+            "reserved": budget.reserved,
+            "total": budget.total,
+        }
         return cls(
             model=plan.model.name,
             parameters=report.parameters,
             bytes_per_param=report.bytes_per_param,
-            per_gpu={**per_gpu, "static": budget.static, "total": budget.total},
+            per_gpu={**per_gpu, **totals},
             sources={t.key.value: t.source for t in budget.terms},
             capacity=budget.capacity,
             headroom=budget.headroom,
             fits=budget.fits,
             fits_static=budget.fits_static,
             cpu_ram_per_gpu=budget.cpu_ram,
+            stack=report.stack,
+            runtime=report.runtime,
+            phases=report.phases,
+            peak_phase=budget.peak_phase,
+            cpu_ram_per_node=max(p.cpu_bytes_per_node for p in report.phases),
             strategies={row.strategy.value: row for row in report.strategies},
             communication=report.communication,
             levers=report.levers,
             max_micro_batch=report.max_micro_batch,
-            assumptions=report.assumptions,
+            assumptions=report.assumptions + imported_assumptions,
             plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
+            provenance=provenance,
         )

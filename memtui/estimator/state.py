@@ -46,10 +46,28 @@ class StaticState:
     cpu_bytes: int
     trainable: int
     bytes_per_param: float
+    managed: int = 0
+    """Bytes of `optimizer_states` in CUDA managed memory (bitsandbytes' paged optimizers,
+    cudaMallocManaged): on the GPU while they fit, outside PyTorch's allocator."""
 
     @property
     def total(self) -> int:
         return self.weights + self.gradients + self.master_weights + self.optimizer_states
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a stack keeps of the whole model's training state, in bytes, before sharding."""
+
+    weights: float
+    gradients: float
+    master: float
+    optimizer: float
+    managed_fraction: float = 0.0
+    """Share of the optimizer state in CUDA managed memory (paged optimizers)."""
+    persistent_weights: float = 0.0
+    """Part of `weights` every GPU keeps whole even when parameters are sharded (ZeRO-3's
+    persistence threshold)."""
 
 
 def _scaled(tensors: Sequence[TrainableTensor], scale: float) -> list[TrainableTensor]:
@@ -61,8 +79,16 @@ _TENSORS = BoundedCache()
 
 
 def trainable_tensors(plan: Plan) -> tuple[TrainableTensor, ...]:
-    """The tensors the optimizer updates (full: the model; LoRA: the A and B matrices)."""
-    key = (plan.model, plan.method, plan.lora_rank, plan.lora_targets, plan.lora_fraction)
+    """The tensors the optimizer updates (full: the model; LoRA: the A and B matrices, and
+    the modules trained in full beside them)."""
+    key = (
+        plan.model,
+        plan.method,
+        plan.lora_rank,
+        plan.lora_targets,
+        plan.lora_fraction,
+        plan.modules_to_save,
+    )
     return _TENSORS.get(key, lambda: tuple(_trainable_tensors(plan)))
 
 
@@ -88,13 +114,38 @@ def _trainable_tensors(plan: Plan) -> list[TrainableTensor]:
         # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
         tensors.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
         tensors.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))
+    # PEFT's ModulesToSaveWrapper trains a full copy of each (utils/other.py)
+    tensors += [
+        TrainableTensor(lin.d_in * lin.d_out, 1, lin.d_out, lin.d_in)
+        for lin in arch.saved_modules(plan.modules_to_save)
+    ]
     return _scaled(tensors, scale) if arch.assumed else tensors
 
 
-def optimizer_state_bytes(plan: Plan, tensors: Sequence[TrainableTensor]) -> int:
-    """Exact optimizer-state bytes for these tensors (unsharded)."""
+def split_saved(
+    plan: Plan, tensors: Sequence[TrainableTensor]
+) -> tuple[Sequence[TrainableTensor], Sequence[TrainableTensor]]:
+    """`trainable_tensors` split into (the adapters, the full copies of modules_to_save): a
+    stack may keep them in different dtypes (PEFT upcasts adapters, not the copies)."""
+    if plan.method is Method.full or not plan.modules_to_save:
+        return tensors, ()
+    count = len(plan.model.architecture.saved_modules(plan.modules_to_save))
+    return tensors[: len(tensors) - count], tensors[len(tensors) - count :]
+
+
+def parameters_of(tensors: Sequence[TrainableTensor]) -> int:
+    """Elements in these tensors."""
+    return sum(t.numel * t.count for t in tensors)
+
+
+def optimizer_state_bytes(
+    plan: Plan, tensors: Sequence[TrainableTensor], moment_bytes: int | None = None
+) -> int:
+    """Exact optimizer-state bytes for these tensors (unsharded), with moments of
+    `moment_bytes` (default: the plan's optimizer_state_dtype)."""
     opt = optimizer_spec(plan.optimizer)
-    moment, block = plan.optimizer_state_dtype.bytes, plan.optimizer_block_size
+    moment = plan.optimizer_state_dtype.bytes if moment_bytes is None else moment_bytes
+    block = plan.optimizer_block_size
     return sum(opt.state_bytes(t.numel, t.rows, t.cols, moment, block) * t.count for t in tensors)
 
 
@@ -103,11 +154,15 @@ def nf4_bits_per_param(double_quant: bool) -> float:
     return NF4_CODE_BITS + (NF4_DOUBLE_QUANT_ABSMAX_BITS if double_quant else NF4_ABSMAX_BITS)
 
 
-def frozen_base_bytes(plan: Plan) -> int:
-    """Bytes of the frozen base model under LoRA (bf16) or QLoRA (NF4 + upcast parts)."""
+def frozen_base_bytes(
+    plan: Plan, base_bytes: int | None = None, upcast_bytes: int | None = None
+) -> int:
+    """Bytes of the frozen base model under LoRA (`base_bytes` per parameter, default the
+    plan's weight width) or QLoRA (NF4 linears, the rest in `upcast_bytes`: 4 by default when
+    PEFT's k-bit preparation upcasts it, else the weight width)."""
     arch = plan.model.architecture
     p = plan.model.parameters
-    wbytes = plan.precision.weight_bytes
+    wbytes = plan.precision.weight_bytes if base_bytes is None else base_bytes
     if plan.method is Method.lora:
         return wbytes * p
     bits = nf4_bits_per_param(plan.qlora_double_quant)
@@ -118,44 +173,54 @@ def frozen_base_bytes(plan: Plan) -> int:
     )
     quantized = round(quantized * p / arch.parameter_count)
     # PEFT's prepare_model_for_kbit_training casts the non-quantized parameters to fp32.
-    rest_bytes = 4 if plan.qlora_upcast else wbytes
-    return round(quantized * bits / 8) + (p - quantized) * rest_bytes
+    if upcast_bytes is None:
+        upcast_bytes = 4 if plan.qlora_upcast else wbytes
+    return round(quantized * bits / 8) + (p - quantized) * upcast_bytes
 
 
-_CACHE = BoundedCache()
+def gradient_bytes(plan: Plan, tensors: Sequence[TrainableTensor], width: float) -> float:
+    """Gradient bytes at `width` per element: every trainable element, or under
+    optimizer_in_backward only the largest tensor's (each gradient is stepped and freed in its
+    own hook: torchtune training/memory.py register_optim_in_bwd_hooks)."""
+    if plan.optimizer_in_backward:
+        return width * max(t.numel for t in tensors)
+    return width * parameters_of(tensors)
 
 
-def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
-    """Per-GPU static bytes for `strategy` (default: the plan's), with offload applied."""
-    strategy = strategy or plan.strategy
-    # keyed on what the state depends on: the lever list and the micro-batch search reuse it
-    return _CACHE.get((strategy, plan.state_key), lambda: _static_state(plan, strategy))
-
-
-def _static_state(plan: Plan, strategy: Strategy) -> StaticState:
-    tensors = trainable_tensors(plan)
-    trainable = sum(t.numel * t.count for t in tensors)
+def generic_layout(plan: Plan, tensors: Sequence[TrainableTensor]) -> Layout:
+    """The state as the ZeRO paper and the seeds count it: weights and gradients in the
+    parameter dtype (plus an optional fp32 accumulation buffer, as Megatron and DeepSpeed
+    keep), an fp32 master copy under mixed precision, the optimizer's state."""
+    trainable = parameters_of(tensors)
     precision = plan.precision
     wbytes = precision.weight_bytes
-    # Gradients in the parameter dtype; Megatron/DeepSpeed can add an fp32 accumulation buffer.
     gbytes = wbytes + (4 if plan.fp32_grad_buffer and wbytes < 4 else 0)
-
     if plan.method is Method.full:
         weights = wbytes * plan.model.parameters
     else:
         weights = frozen_base_bytes(plan) + wbytes * trainable
-    gradients = gbytes * trainable
-    master = precision.master_bytes * trainable
-    optimizer = optimizer_state_bytes(plan, tensors)
+    return Layout(
+        weights=weights,
+        gradients=gradient_bytes(plan, tensors, gbytes),
+        master=precision.master_bytes * trainable,
+        optimizer=optimizer_state_bytes(plan, tensors),
+        managed_fraction=1.0 if optimizer_spec(plan.optimizer).paged else 0.0,
+    )
 
+
+def shard(
+    plan: Plan, strategy: Strategy, layout: Layout, tensors: Sequence[TrainableTensor]
+) -> StaticState:
+    """Per-GPU bytes of `layout` under `strategy`, with offload applied."""
+    trainable = parameters_of(tensors)
     # Tensor parallelism splits every weight matrix (and its state) t ways (Megatron-LM).
     t = plan.tp
     dw, dg, do = strategy_spec(strategy).divisors(plan)
-    w = weights / t / dw
-    g = gradients / t / dg
-    m = master / t / do
-    o = optimizer / t / do
-
+    keep = layout.persistent_weights if dw > 1 else 0.0
+    w = keep / t + (layout.weights - keep) / t / dw
+    g = layout.gradients / t / dg
+    m = layout.master / t / do
+    o = layout.optimizer / t / do
     cpu = 0.0
     if plan.offload is not Offload.none:
         # ZeRO-Offload (Ren et al. 2021): master weights and optimizer state live in CPU RAM,
@@ -166,7 +231,7 @@ def _static_state(plan: Plan, strategy: Strategy) -> StaticState:
         # ZeRO-Infinity / FSDP CPUOffload: the parameter and gradient shards move too.
         cpu += w + g
         w = g = 0.0
-    bytes_per_param = (weights + gradients + master + optimizer) / plan.model.parameters
+    total = layout.weights + layout.gradients + layout.master + layout.optimizer
     return StaticState(
         weights=round(w),
         gradients=round(g),
@@ -174,5 +239,21 @@ def _static_state(plan: Plan, strategy: Strategy) -> StaticState:
         optimizer_states=round(o),
         cpu_bytes=round(cpu),
         trainable=trainable,
-        bytes_per_param=bytes_per_param,
+        bytes_per_param=total / plan.model.parameters,
+        managed=round(o * layout.managed_fraction),
     )
+
+
+_CACHE = BoundedCache()
+
+
+def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
+    """Per-GPU static bytes of the generic stack for `strategy` (default: the plan's)."""
+    strategy = strategy or plan.strategy
+
+    def compute() -> StaticState:
+        tensors = trainable_tensors(plan)
+        return shard(plan, strategy, generic_layout(plan, tensors), tensors)
+
+    # keyed on what the state depends on: the lever list and the micro-batch search reuse it
+    return _CACHE.get((strategy, plan.state_key), compute)

@@ -32,6 +32,48 @@ class Transient:
         return self.persistent + max(self.backward, self.step - activations)
 
 
+def unit_parameters(plan: Plan) -> tuple[float, float]:
+    """(a decoder layer, everything outside the layers) in parameters per tensor-parallel
+    rank: the units FSDP and ZeRO-3 gather when wrapping per block (the root unit holds the
+    embeddings, the final norm and lm_head)."""
+    arch = plan.model.architecture
+    scale = plan.model.parameters / arch.parameter_count / plan.tp
+    return arch.layer_parameters * scale, arch.outside_layer_parameters * scale
+
+
+def dequantized_weight(plan: Plan, compute_bytes: int = 2) -> int:
+    """QLoRA: the largest 4-bit linear dequantized for its matmul, in forward and again in
+    backward (bitsandbytes MatMul4Bit: gemm_4bit's fallback dequantizes the whole weight for
+    inputs of more than 1536 rows, and backward dequantizes it again rather than saving it;
+    torchao's NF4Tensor likewise), in the compute dtype (bf16, as QLoRA recipes set
+    bnb_4bit_compute_dtype)."""
+    if plan.method.value != "qlora":
+        return 0
+    arch = plan.model.architecture
+    largest = max(lin.d_in * lin.d_out for lin in arch.linear_layers if lin.group != "head")
+    return round(compute_bytes * largest / plan.tp)
+
+
+def optimizer_temporaries(
+    plan: Plan, strategy: Strategy, state: StaticState, moment_bytes: int, fused: bool
+) -> tuple[int, str]:
+    """GPU bytes the optimizer's own step allocates (0 when it runs on the CPU or in one
+    fused kernel: torch's fused AdamW, DeepSpeed's FusedAdam, bitsandbytes' 8-bit kernels)."""
+    if plan.offload is not Offload.none:
+        return 0, "optimizer step runs on the CPU"
+    spec = optimizer_spec(plan.optimizer)
+    if fused and spec.step == "foreach":
+        return 0, "fused optimizer kernel"
+    local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
+    temp, why = spec.step_temporaries(
+        local,
+        lambda: max(t.numel for t in trainable_tensors(plan)),
+        moment_bytes,
+        plan.precision,
+    )
+    return round(temp), why
+
+
 def communication_buffers(
     plan: Plan, strategy: Strategy, state: StaticState
 ) -> tuple[int, int, str]:

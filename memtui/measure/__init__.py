@@ -7,6 +7,11 @@ model from the same inputs as `memtui estimate` with random initialisation (neve
 weights), runs one training step with the plan's settings, really on CPU for small models or
 under FakeTensorMode (no allocation) for full-size ones, and returns predicted beside measured
 bytes for every term of the estimator.
+
+With `--stack trainer` or `--stack fsdp2` the step is not memtui's: it runs through the stack
+itself (a real `transformers.Trainer`, PEFT's default LoRA, FSDP2 through accelerate over CPU
+processes; memtui/measure/trainer.py, fsdp2.py), always for real on CPU, and is compared with
+the estimate of the same stack.
 """
 
 from __future__ import annotations
@@ -14,13 +19,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtui.estimator.choices import Optimizer, Precision, StateDtype
+from memtui.estimator.choices import Optimizer, Precision, StackName, StateDtype
 from memtui.estimator.plan import Plan
 from memtui.measure.compare import Row, compare, single_gpu
 from memtui.measure.measurement import Measurement, Unsupported
 
 # Below this many parameters a real CPU step is quick (seconds); above it, FakeTensorMode.
 REAL_STEP_MAX_PARAMETERS = 300_000_000
+
+NOT_MEASURED = {
+    StackName.deepspeed: "DeepSpeed's ZeRO optimizers build CUDA extensions (FusedAdam) and "
+    "DeepSpeed is not in the measure extra",
+    StackName.fsdp1: "FSDP1 through accelerate is not run here (accelerate enables FSDP only on "
+    "accelerator devices; memtui promotes FSDP2 alone)",
+    StackName.torchtune: "torchtune is not installed (its recipes need a CUDA device)",
+    StackName.litgpt: "LitGPT is not installed",
+}
+"""Stacks `memtui measure` cannot run through on CPU, and why; benchmarks/cuda_check.py
+measures them on a GPU instead."""
 
 
 @dataclass
@@ -58,6 +74,8 @@ def measure(
 
     `fake` None picks a real CPU step below REAL_STEP_MAX_PARAMETERS, FakeTensorMode above.
     """
+    if plan.stack is not StackName.generic:
+        return _measure_stack(ref, plan, fake, config)
     plan, notes = as_torch_runs(plan)
     if plan.hardware.gpus > 1 or plan.tp > 1:
         notes.append(
@@ -72,6 +90,42 @@ def measure(
     if config is None:
         config = _config_of(ref)
     m = measure_step(config, plan, fake=fake)
+    return Result(plan, m, compare(plan, m), notes + m.notes)
+
+
+def _measure_stack(
+    ref: str, plan: Plan, fake: bool | None, config: dict[str, Any] | None
+) -> Result:
+    """A real step through the plan's stack (trainer on one process, fsdp2 on two)."""
+    if plan.stack in NOT_MEASURED:
+        raise Unsupported(f"--stack {plan.stack.value} is not measured on CPU: "
+                          f"{NOT_MEASURED[plan.stack]}")  # fmt: skip
+    if fake or plan.model.parameters > REAL_STEP_MAX_PARAMETERS:
+        raise Unsupported(
+            f"--stack {plan.stack.value} runs a real step through the stack on CPU: a model "
+            f"under {REAL_STEP_MAX_PARAMETERS / 1e6:.0f}M parameters (--fake measures the "
+            "generic step)"
+        )
+    if config is None:
+        config = _config_of(ref)
+    notes = []
+    if plan.stack is StackName.trainer:
+        from memtui.measure.trainer import measure_trainer  # torch loads here
+
+        if plan.hardware.gpus > 1:
+            notes.append(
+                f"DDP over {plan.hardware.gpus} GPUs is measured and estimated as one process"
+            )
+        m = measure_trainer(config, plan)
+    else:
+        from memtui.measure.fsdp2 import WORLD_SIZE, measure_fsdp2
+
+        if plan.hardware.gpus != WORLD_SIZE:
+            notes.append(
+                f"FSDP2 is measured over {WORLD_SIZE} CPU processes and estimated for "
+                f"{WORLD_SIZE} GPUs, not {plan.hardware.gpus}"
+            )
+        m = measure_fsdp2(config, plan)
     return Result(plan, m, compare(plan, m), notes + m.notes)
 
 

@@ -46,8 +46,11 @@ def _register_selective(base: str) -> str:
     return name
 
 
-def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> torch.nn.Module:
-    """The model for `plan`, random init, in the plan's dtype, in training mode."""
+def hf_model(
+    config: dict[str, Any], plan: Plan, dtype: torch.dtype, attn: str | None = None
+) -> torch.nn.Module:
+    """The transformers model of `config`, random init, in `dtype`, in training mode, with
+    SDPA for `--attention flash` and the eager attention otherwise (or `attn`)."""
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -65,13 +68,19 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
         cfg.update(dict.fromkeys(ATTENTION_DROPOUT_KEYS, 0.0))
     hf_config = AutoConfig.for_model(model_type, **cfg)
     hf_config.use_cache = False
+    if attn is None:
+        attn = "sdpa" if plan.attention is Attention.flash else "eager"
+    model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype, attn_implementation=attn)
+    model.train()
+    return model  # type: ignore[no-any-return]
+
+
+def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> torch.nn.Module:
+    """The model for `plan`, random init, in the plan's dtype, in training mode."""
     attn = "sdpa" if plan.attention is Attention.flash else "eager"
     if plan.checkpointing is Checkpointing.selective:
         attn = _register_selective(attn)
-    model = AutoModelForCausalLM.from_config(
-        hf_config, dtype=dtype_of(plan.precision), attn_implementation=attn
-    )
-    model.train()
+    model: Any = hf_model(config, plan, dtype_of(plan.precision), attn)
     if plan.checkpointing is Checkpointing.full:
         kwargs = {"use_reentrant": False}
         if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
@@ -85,7 +94,7 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
             r=plan.lora_rank,
             lora_alpha=2 * plan.lora_rank,
             lora_dropout=0.0,
-            target_modules=_targets(plan),
+            target_modules=lora_targets(plan),
         )
         with _adapters_in(dtype_of(plan.precision), fake):
             # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
@@ -126,6 +135,7 @@ def _adapters_in(dtype: torch.dtype, fake: bool) -> Iterator[None]:
         torch.nn.Module.to = original  # type: ignore[method-assign]
 
 
-def _targets(plan: Plan) -> list[str] | str:
+def lora_targets(plan: Plan) -> list[str]:
+    """The module names PEFT adapts for the plan's `--lora-targets`."""
     layers = plan.model.architecture.lora_layers(plan.lora_targets)
     return sorted({lin.name for lin in layers})

@@ -1,7 +1,9 @@
-"""Predicted beside measured, term by term, for one GPU.
+"""Predicted beside measured, term by term, per GPU.
 
-The plan is compared as it runs in one process: one GPU, no sharding (`ddp` on 1 GPU is the
-whole state), no runtime overhead (a CPU step has no CUDA context, NCCL or fragmentation).
+The plan is compared as it was measured: one process is one GPU with no sharding (`ddp` on 1
+GPU is the whole state); FSDP2 over N CPU processes is the plan's sharding over N GPUs, one
+rank's bytes. No runtime overhead either way (a CPU step has no CUDA context, NCCL or
+fragmentation).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memtui.estimator.budget import breakdown
-from memtui.estimator.choices import Method, Strategy
+from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.plan import Hardware, OverheadSettings, Plan
 from memtui.estimator.terms import TermKind
 from memtui.measure.measurement import Measurement
@@ -21,6 +23,11 @@ NOTES = {
     "activations": "CPU LayerNorm stats in bf16 (CUDA: fp32)",
     "peak": "storages only: no allocator rounding, no kernel workspace",
 }
+BUFFERS = {
+    StackName.trainer: "autocast's bf16 copies of fp32 weights",
+    StackName.fsdp2: "gathered units, unsharded gradients, reduce-scatter inputs",
+}
+"""What a stack's backward buffers are, where `memtui measure` runs through the stack."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +55,12 @@ class Row:
         return {**asdict(self), "difference": self.difference, "error": self.error}
 
 
-def single_gpu(plan: Plan) -> Plan:
-    """The plan as one process runs it: one GPU, no sharding, no runtime overhead."""
+def single_gpu(plan: Plan, gpus: int = 1) -> Plan:
+    """The plan as the measured processes ran it: `gpus` GPUs on one node (one: no sharding,
+    `ddp`; more: the plan's sharded strategy), no runtime overhead."""
     return plan.evolve(
-        hardware=Hardware(gpus_per_node=1, nodes=1, gpu_memory=plan.hardware.gpu_memory),
-        strategy=Strategy.ddp,
+        hardware=Hardware(gpus_per_node=gpus, nodes=1, gpu_memory=plan.hardware.gpu_memory),
+        strategy=Strategy.ddp if gpus == 1 else plan.strategy,
         tp=1,
         overhead=OverheadSettings(enabled=False),
     )
@@ -60,7 +68,7 @@ def single_gpu(plan: Plan) -> Plan:
 
 def compare(plan: Plan, measured: Measurement) -> list[Row]:
     """Rows for every term the estimator predicts and the step measured."""
-    one = single_gpu(plan)
+    one = single_gpu(plan, measured.world_size)
     t = breakdown(one)
     st = t.state
     m = measured
@@ -84,8 +92,11 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             m.activations, NOTES["activations"] if plan.model.architecture.norm_kind ==
             "layernorm" else ""),
         Row("logits", "Logits and loss", t.terms[TermKind.logits], m.logits),
+        Row("backward_buffers", "Backward buffers", t.transient.persistent +
+            t.transient.backward, m.backward_buffers, BUFFERS.get(plan.stack, "")),
         Row("step_temporaries", "Step temporaries", t.transient.step,
-            m.step_temporaries),
+            m.step_temporaries, "gradient clipping's norms (scalars)" if plan.stack in
+            BUFFERS else ""),
         Row("peak", "Peak", t.total, m.peak, NOTES["peak"]),
     ]  # fmt: skip
     return rows

@@ -31,6 +31,12 @@ class Measurement:
     """Peak live bytes above the static state during the optimizer step."""
     fake: bool
     notes: list[str] = field(default_factory=list)
+    backward_buffers: int = 0
+    """Live bytes at the forward/backward peak that a stack keeps apart from activations:
+    autocast's bf16 copies of fp32 weights, FSDP2's gathered parameters (the estimator's
+    transient buffers of the backward phase)."""
+    world_size: int = 1
+    """Processes the step ran in (FSDP2 over CPU processes); the bytes are one rank's."""
 
     @property
     def static(self) -> int:
@@ -41,7 +47,12 @@ class Measurement:
         """Saved activations plus what the forward/backward peak holds beyond them and the
         logits (the layer rebuilt by checkpointing, backward temporaries): the bytes the
         activations add to the peak, which is what the estimator's term means."""
-        extra = self.forward_backward_peak - self.saved_activations - self.logits
+        extra = (
+            self.forward_backward_peak
+            - self.saved_activations
+            - self.logits
+            - self.backward_buffers
+        )
         return self.saved_activations + max(0, extra)
 
     @property

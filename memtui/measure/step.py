@@ -29,9 +29,8 @@ import torch
 from memtui.estimator.plan import Optimizer, Plan, Precision
 from memtui.measure.build import build_model, dtype_of
 from memtui.measure.measurement import Measurement, Unsupported
+from memtui.measure.probe import ACT, BWD, LOGITS, STEP, is_logits, optimizer_state
 from memtui.measure.tracker import LiveTracker, storage_bytes
-
-ACT, LOGITS, BWD, STEP = "activations", "logits", "backward", "step"
 
 
 def _optimizer(plan: Plan, params: list[torch.Tensor]) -> torch.optim.Optimizer:
@@ -55,7 +54,7 @@ def _optimizer(plan: Plan, params: list[torch.Tensor]) -> torch.optim.Optimizer:
 
 
 @contextlib.contextmanager
-def _native_dropout() -> Iterator[None]:
+def native_dropout() -> Iterator[None]:
     """Route F.dropout through aten.native_dropout (1-byte mask, as CUDA keeps it)."""
     import torch.nn.functional as F
 
@@ -100,21 +99,6 @@ def _no_padding_under_fake(fake: bool) -> Iterator[None]:
             masking_utils.find_packed_sequence_indices = packed
 
 
-def _state_tensors(optimizer: torch.optim.Optimizer) -> tuple[list[torch.Tensor], int]:
-    """Optimizer state tensors, and the bytes of per-tensor scalars (step counters,
-    Adafactor's RMS) apart."""
-    tensors, counters = [], 0
-    for state in optimizer.state.values():
-        for name, value in state.items():
-            if not isinstance(value, torch.Tensor):
-                continue
-            if name == "step" or value.dim() == 0:  # step counters, Adafactor's RMS
-                counters += value.untyped_storage().nbytes()
-            else:
-                tensors.append(value)
-    return tensors, counters
-
-
 def _grad(p: torch.Tensor) -> torch.Tensor:
     """A trainable parameter's gradient (allocated by the warm-up step)."""
     assert p.grad is not None
@@ -133,7 +117,7 @@ def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> M
         mode: Any = FakeTensorMode(allow_non_fake_inputs=True)
     else:
         mode = contextlib.nullcontext()
-    with mode, _native_dropout(), _no_padding_under_fake(fake), torch.random.fork_rng():
+    with mode, native_dropout(), _no_padding_under_fake(fake), torch.random.fork_rng():
         torch.manual_seed(0)
         return _measure(config, plan, fake)
 
@@ -166,17 +150,12 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
     for p in trainable:
         p.grad = torch.zeros_like(p)
     optimizer_step()
-    states, counters = _state_tensors(optimizer)
-
-    logit_rows = {(b, s), (b, s - 1), (b * s,), (b * (s - 1),)}
+    states, counters = optimizer_state(optimizer)
 
     def classify(t: torch.Tensor, phase: str) -> str:
         if phase == STEP:
             return STEP
-        # Logits-sized: (b, s, V) or (b*s, V), shifted by one token or not; attention scores
-        # (b, a, s, s) or (b*a, s, s) can have s == V but not these leading dimensions.
-        lead = tuple(t.shape[:-1])
-        if t.dim() and t.shape[-1] == vocab and lead in logit_rows:
+        if is_logits(t, vocab, b, s):
             return LOGITS
         return ACT if phase == "forward" else BWD
 

@@ -32,13 +32,20 @@ def plan_to_toml(plan: Plan, base_dir: Path | None = None) -> str:
     is an existing path is written relative to `base_dir` (the plan file's folder)."""
     import tomli_w
 
-    data: dict[str, Any] = {k: v for k, v in plan.model_dump(mode="json").items() if v is not None}
+    data = _without_none(plan.model_dump(mode="json"))
     spec = plan.model
     if spec.architecture.assumed:
         data["model"] = {"parameters": spec.parameters, "name": spec.name}
     else:
         data["model"] = {"ref": _ref_for(spec.name, base_dir)}
     return "# memtui plan (load with `memtui --plan FILE`)\n" + tomli_w.dumps(data)
+
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    """TOML has no null: a None setting (its default, "auto") is left out, at any depth."""
+    return {
+        k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None
+    }
 
 
 def _ref_for(ref: str, base_dir: Path | None) -> str:

@@ -35,6 +35,8 @@ class MemtuiApp(App[None]):
         Binding("t", "next_theme", "Theme", id="theme"),
         Binding("question_mark", "toggle_help", "Keys", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
+        # off the footer (it is full at 120 columns); `?` lists it
+        Binding("F", "open_snapshot", "Snapshot", id="snapshot", show=False),
     ]
 
     def __init__(
@@ -50,8 +52,10 @@ class MemtuiApp(App[None]):
         save_path: Path | None,
         keymap: Mapping[str, str] | None,
         first_poll: FirstPoll | None,
+        snapshot: Path | None = None,
     ) -> None:
         super().__init__()
+        self._snapshot = snapshot
         self._plan = plan
         self.source = source
         self._interval = interval
@@ -111,12 +115,23 @@ class MemtuiApp(App[None]):
                 first_poll=self._first_poll,
             )
         )
+        if self._snapshot is not None:
+            self.action_open_snapshot(self._snapshot)
         for problem in self.theme_problems:  # reported, never fatal
             self.notify(problem, title="Theme", severity="warning", timeout=8)
 
     def on_unmount(self) -> None:
         if self.source is not None:
             self.source.close()
+
+    def action_open_snapshot(self, path: Path | None = None) -> None:
+        """The snapshot view over the dashboard, with the dashboard's current plan."""
+        from memtui.ui.snapshot_screen import SnapshotScreen
+
+        if isinstance(self.screen, SnapshotScreen):  # already there: read another file
+            self.screen.action_ask_path()
+            return
+        self.push_screen(SnapshotScreen(path, getattr(self.screen, "plan", self._plan)))
 
     def action_next_theme(self) -> None:
         """Cycle through memtui's themes (the files in themes/ and the user's folder)."""
@@ -144,12 +159,14 @@ def make_app(
     save_path: Path | None = None,
     keymap: Mapping[str, str] | None = None,
     first_poll: FirstPoll | None = None,
+    snapshot: Path | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
     the first snapshot; `keymap` remaps binding ids to keys (e.g. {"strategy": "S"});
     `first_poll` is a poll of `source` already running (the CLI starts it before importing
-    Textual), taken as the first snapshot."""
+    Textual), taken as the first snapshot; `snapshot` a PyTorch memory snapshot to open
+    over the dashboard (memtui/ui/snapshot_screen.py)."""
     return MemtuiApp(
         plan,
         source,
@@ -161,4 +178,5 @@ def make_app(
         save_path=save_path,
         keymap=keymap,
         first_poll=first_poll,
+        snapshot=snapshot,
     )

@@ -19,16 +19,19 @@ from memtui.errors import one_line
 from memtui.estimator import (
     Attention,
     Checkpointing,
+    LossKind,
     Method,
     ModelSpec,
     Offload,
     Optimizer,
     Plan,
     Precision,
+    StackName,
     StateDtype,
     Strategy,
 )
 from memtui.estimator.hardware import GPUS, INTER_NODE, INTRA_NODE
+from memtui.estimator.plan import DeepSpeedSettings
 from memtui.estimator.units import format_count
 
 
@@ -116,7 +119,10 @@ def _int_setting(key: str, label: str, ladder: Sequence[int] | None = None) -> S
 
 def _toggle(key: str, label: str) -> Setting:
     def step(p: Plan, d: int) -> Plan:
-        return _validated(p, {key: not getattr(p, key)})
+        try:
+            return _validated(p, {key: not getattr(p, key)})
+        except (ValidationError, ValueError) as err:
+            raise PlanEditError(one_line(err)) from None
 
     return Setting(key, label, lambda p: "on" if getattr(p, key) else "off", step)
 
@@ -133,6 +139,7 @@ def _gpu_step(p: Plan, d: int) -> Plan:
             gpu_name=card.name,
             gpu_memory=card.memory,
             intra_node_bandwidth=INTRA_NODE[card.intra_node],
+            compute_capability=card.compute_capability,
         )
 
     return _cycle(names, current, d, build)
@@ -214,6 +221,53 @@ def _ladder_setting(
     return Setting(key, label, lambda p: show(get(p)), step, fields)
 
 
+def _offload_step(p: Plan, d: int) -> Plan:
+    """Activation offloading on or off; on with full checkpointing, which it needs."""
+    if p.activation_offload:
+        return _validated(p, {"activation_offload": False})
+    try:
+        return _validated(p, {"activation_offload": True, "checkpointing": Checkpointing.full})
+    except (ValidationError, ValueError) as err:
+        raise PlanEditError(one_line(err)) from None
+
+
+def _stack_step(p: Plan, d: int) -> Plan:
+    """The next stack, with the strategy, precision and loss it runs where the plan's are
+    not among them (a plan on bf16-mixed still reaches the Trainer stack)."""
+    from memtui.estimator.stacks import STACKS
+
+    def build(name: StackName) -> Plan:
+        changes = STACKS[name].suited(p.model_copy(update={"stack": name}))
+        return _validated(p, {"stack": name, **changes})
+
+    return _cycle(list(StackName), p.stack, d, build)
+
+
+def _saved_modules_step(p: Plan, d: int) -> Plan:
+    """None, lm_head, or the embedding and lm_head, by this model's module names."""
+    embed, head = (lin.name for lin in p.model.architecture.vocabulary_modules)
+    options: list[tuple[str, ...]] = [(), (head,), (embed, head)]
+    return _cycle(options, p.modules_to_save, d, lambda v: _validated(p, {"modules_to_save": v}))
+
+
+def _deepspeed_step(p: Plan, d: int) -> Plan:
+    """Transformers' "auto" bucket sizes, or DeepSpeed's own defaults (zero/config.py)."""
+    own = DeepSpeedSettings(
+        reduce_bucket_size=500_000_000,
+        prefetch_bucket_size=50_000_000,
+        persistence_threshold=100_000,
+    )
+    options = [DeepSpeedSettings(), own]
+    return _cycle(options, p.deepspeed, d, lambda v: _validated(p, {"deepspeed": v}))
+
+
+def _deepspeed_text(p: Plan) -> str:
+    if p.deepspeed == DeepSpeedSettings():
+        return "auto (Trainer)"
+    size = p.deepspeed.reduce_bucket_size
+    return f"bucket {format_count(size)}" if size else "custom"
+
+
 def _bytes_text(value: int) -> str:
     return f"{value / 2**30:g} GiB" if value >= 2**30 else f"{value / 2**20:g} MiB"
 
@@ -227,6 +281,7 @@ def _model_text(p: Plan) -> str:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("model", "Model", _model_text, None, ("model",)),
+    Setting("stack", "Stack", lambda p: p.stack.value, _stack_step),
     _hardware_int("gpus_per_node", "GPUs/node"),
     _hardware_int("nodes", "Nodes"),
     Setting(
@@ -234,7 +289,7 @@ SETTINGS: tuple[Setting, ...] = (
         "GPU",
         lambda p: p.hardware.gpu_name,
         _gpu_step,
-        ("hardware.gpu_name", "hardware.gpu_memory"),
+        ("hardware.gpu_name", "hardware.gpu_memory", "hardware.compute_capability"),
     ),
     _link_setting("intra_node_bandwidth", "Intra-node", INTRA_NODE),
     _link_setting("inter_node_bandwidth", "Inter-node", INTER_NODE),
@@ -247,8 +302,16 @@ SETTINGS: tuple[Setting, ...] = (
         (None, 0.005, 0.01, 0.025, 0.05, 0.1),
         lambda v: "from rank" if v is None else f"{v:.1%}",
     ),
+    _ladder_setting("lora_dropout", "LoRA dropout", (0.0, 0.05, 0.1), lambda v: f"{v:g}"),
+    Setting(
+        "modules_to_save",
+        "Full modules",
+        lambda p: ",".join(p.modules_to_save) or "none",
+        _saved_modules_step,
+    ),
     _toggle("qlora_double_quant", "QLoRA 2x quant"),
     _toggle("qlora_upcast", "QLoRA upcast"),
+    _toggle("qlora_keeps_inputs", "4-bit saves in"),
     _enum_setting("precision", "Precision", Precision),
     _toggle("fp32_grad_buffer", "fp32 grad buf"),
     _enum_setting("optimizer", "Optimizer", Optimizer),
@@ -261,6 +324,14 @@ SETTINGS: tuple[Setting, ...] = (
     _int_setting("grad_accum", "Grad accum"),
     _enum_setting("attention", "Attention", Attention),
     _enum_setting("checkpointing", "Checkpointing", Checkpointing),
+    Setting(
+        "activation_offload",
+        "Act. offload",
+        lambda p: "on" if p.activation_offload else "off",
+        _offload_step,
+    ),
+    _enum_setting("loss", "Loss", LossKind),
+    _toggle("optimizer_in_backward", "Opt. in bwd"),
     _int_setting("tp", "Tensor par.", _POWERS),
     Setting(
         "overhead",
@@ -290,6 +361,15 @@ SETTINGS: tuple[Setting, ...] = (
         lambda v: f"{v:.0%}",
         overhead=True,
     ),
+    _toggle("expandable_segments", "Expandable seg."),
+    _ladder_setting(
+        "expandable_fragmentation",
+        "Frag. (expand.)",
+        (0.0, 0.01, 0.02, 0.05),
+        lambda v: f"{v:.0%}",
+        overhead=True,
+    ),
+    Setting("deepspeed", "ZeRO buckets", _deepspeed_text, _deepspeed_step),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
 

@@ -34,6 +34,7 @@ from memtui.ui.fit import fit_plan
 from memtui.ui.footer import KeyFooter
 from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
+from memtui.ui.job_keys import JobKeys
 from memtui.ui.lever_list import LeverList, LeverView
 from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
 from memtui.ui.poller import Poller
@@ -97,7 +98,11 @@ class DashboardScreen(Screen[None]):
         ),
         Binding("pageup", "scroll_main(-1)", "Scroll up", id="scroll-up", show=False),
         Binding("pagedown", "scroll_main(1)", "Scroll down", id="scroll-down", show=False),
-    ]
+        Binding("j", "attach_job", "Attach", id="attach", show=False,
+                tooltip="plan from the training job running on the GPUs"),
+        Binding("e", "export_plan", "Export", id="export", show=False,
+                tooltip="write the plan as its stack's config (DeepSpeed, accelerate...)"),
+    ]  # fmt: skip
 
     # the default is never used: __init__ sets the real plan before anything reads it
     # repaint=False throughout: the screen draws none of these itself (its widgets do, from
@@ -142,6 +147,8 @@ class DashboardScreen(Screen[None]):
         self._note: str | None = None
         self._ready = False  # children composed: views may be pushed down
         self._unfitted: Plan | None = None  # the plan as given, when compose fitted it
+        self.jobs = JobKeys(self)
+        """The attach (j) and export (e) keys, and the status line's word on the jobs."""
         self.set_reactive(DashboardScreen.plan, plan)
 
     # -- layout --------------------------------------------------------------------
@@ -263,7 +270,7 @@ class DashboardScreen(Screen[None]):
             source=self.source.info if self.source is not None else None,
             snapshot=self.snapshot,
             plan_only_reason=self.plan_only_reason,
-            note=self._note,
+            note=self._note or self.jobs.line,
         )
 
     # -- keys ----------------------------------------------------------------------
@@ -313,6 +320,16 @@ class DashboardScreen(Screen[None]):
         self.expand_hosts = not self.expand_hosts
         self._push_telemetry()
 
+    def action_attach_job(self) -> None:
+        self.jobs.attach()
+
+    def action_export_plan(self) -> None:
+        self.jobs.export()
+
+    def refresh_status(self) -> None:
+        """Redraw the status line (and the rest of the telemetry views)."""
+        self._push_telemetry()
+
     def action_save_plan(self) -> None:
         self._save(self.plan, self.save_path)
 
@@ -357,6 +374,7 @@ class DashboardScreen(Screen[None]):
     def _on_telemetry(self, message: TelemetryArrived) -> None:
         snapshot = message.snapshot
         self._take(snapshot)
+        self.jobs.seen(snapshot)
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
         if fitted is not None and fitted != self.plan:
             self.plan = fitted  # watch_plan: one estimate, then every widget with this poll

@@ -10,18 +10,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memtui.estimator.stacks.base import Breakdown, Stack
+from memtui.estimator.choices import StackName
+from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.stacks.deepspeed import DEEPSPEED
+from memtui.estimator.stacks.fsdp1 import FSDP1
+from memtui.estimator.stacks.fsdp2 import FSDP2
 from memtui.estimator.stacks.generic import GENERIC
+from memtui.estimator.stacks.litgpt import LITGPT
+from memtui.estimator.stacks.torchtune import TORCHTUNE
+from memtui.estimator.stacks.trainer import TRAINER
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-__all__ = ["STACKS", "Breakdown", "Stack", "stack_for"]
+__all__ = ["STACKS", "BookStack", "Breakdown", "stack_for"]
 
-STACKS: dict[str, Stack] = {stack.name: stack for stack in (GENERIC,)}
-"""Every stack by its key."""
+STACKS: dict[StackName, BookStack] = {
+    stack.name: stack for stack in (GENERIC, TRAINER, DEEPSPEED, FSDP2, FSDP1, TORCHTUNE, LITGPT)
+}
+"""Every stack by its name."""
 
 
-def stack_for(plan: Plan) -> Stack:
+def stack_for(plan: Plan) -> BookStack:
     """The stack that runs `plan`."""
-    return GENERIC
+    return STACKS[plan.stack]

@@ -1,31 +1,50 @@
-"""What every training stack returns and offers: the `Breakdown` of one plan's per-GPU
-memory and the `Stack` protocol (see `memtui.estimator.stacks`)."""
+"""What every training stack returns and how a stack keeps its books.
+
+A stack turns a plan and a strategy into a `Breakdown`: every term of the per-GPU budget in
+bytes, from four pieces of bookkeeping it may each override: the training state it keeps per
+parameter (`layout`), how it runs the model (`setup`: the widths of saved tensors, what LoRA
+adapters keep, the loss), the buffers of its communication and optimizer step (`transient`),
+and where each number comes from (`sources`). `BookStack` assembles them; the generic stack is
+memtui's own model of a step and every other stack starts from it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import ClassVar
 
+from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
+from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
+from memtui.estimator.memo import BoundedCache
+from memtui.estimator.plan import Plan
+from memtui.estimator.runtime import Runtime, runtime
+from memtui.estimator.state import (
+    Layout,
+    StaticState,
+    TrainableTensor,
+    shard,
+    trainable_tensors,
+)
 from memtui.estimator.terms import TermKind
-
-if TYPE_CHECKING:
-    from memtui.estimator.choices import Strategy
-    from memtui.estimator.plan import Plan
-    from memtui.estimator.state import StaticState
-    from memtui.estimator.transient import Transient
+from memtui.estimator.transient import Transient
 
 
 @dataclass(frozen=True)
 class Breakdown:
-    """One plan's per-GPU bytes for one strategy, term by term; their sum is the peak."""
+    """One plan's per-GPU bytes for one strategy, term by term; their sum is the peak as
+    nvidia-smi would show it (`runtime` has the allocated and reserved figures)."""
 
     terms: Mapping[TermKind, int]
     """Every TermKind, bytes per GPU."""
     state: StaticState
-    """The static state behind the first four terms (and the CPU RAM offload needs)."""
+    """The static state behind the first four terms."""
     transient: Transient
     """The buffers behind the transient term, by phase."""
+    runtime: Runtime
+    """The overhead term's parts and the allocated / reserved / device totals."""
+    cpu_bytes: int
+    """CPU RAM per GPU: offloaded state and offloaded activations (pinned)."""
 
     @property
     def total(self) -> int:
@@ -44,19 +63,118 @@ class Breakdown:
         return self.state.total + self.terms[TermKind.overhead] + t.persistent + t.backward
 
 
-class Stack(Protocol):
-    """What `estimate` needs from a training stack."""
+class BookStack:
+    """The common assembly of a stack's books; subclasses override what differs."""
 
-    name: str
-    """Its key (`--stack`)."""
-    label: str
+    name: ClassVar[StackName]
+    label: ClassVar[str]
     """What a person reads next to the verdict."""
+    strategies: ClassVar[tuple[Strategy, ...]] = tuple(Strategy)
+    """The strategies it runs, the one to switch to first."""
+    precisions: ClassVar[tuple[Precision, ...]] = tuple(Precision)
+    """The precisions it runs, the one to switch to first."""
+    losses: ClassVar[tuple[LossKind, ...]] = tuple(LossKind)
+    """The losses it can compute, the one to switch to first."""
+    offloads: ClassVar[tuple[Offload, ...]] = tuple(Offload)
+    """What it can move to CPU RAM."""
+    optimizer_in_backward: ClassVar[bool] = True
+    """It can step each parameter in its gradient hook."""
+    activation_offload: ClassVar[bool] = True
+    """It can move checkpointed layer inputs to CPU RAM."""
+
+    def __init__(self) -> None:
+        self._states = BoundedCache()
+
+    # -- what a stack decides ---------------------------------------------------------------
+
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        """The training state the stack keeps for the whole model, before sharding."""
+        raise NotImplementedError
+
+    def setup(self, plan: Plan) -> Setup:
+        """How the stack runs the model's forward and backward."""
+        raise NotImplementedError
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        """Communication buffers and the optimizer step's temporaries, by phase."""
+        raise NotImplementedError
+
+    def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
+        """Where each term's number comes from, for the report (called once per plan)."""
+        raise NotImplementedError
+
+    # -- checks and assembly ------------------------------------------------------------------
+
+    def check(self, plan: Plan) -> None:
+        """Raise ValueError (one line) when the stack cannot run the plan as given."""
+        if plan.strategy not in self.strategies:
+            raise ValueError(self.why_not(plan.strategy))
+        if plan.precision not in self.precisions:
+            allowed = ", ".join(p.value for p in Precision if p in self.precisions)
+            raise ValueError(
+                f"the {self.name.value} stack runs precision {allowed}, not {plan.precision.value}"
+            )
+
+    def suited(self, plan: Plan) -> dict[str, object]:
+        """The changes that let this stack run `plan`: its first strategy and precision in
+        place of ones it does not run (nothing else); {} when it runs the plan as it is.
+        Switching stacks in the dashboard and `--stack` without those flags use it."""
+        changes: dict[str, object] = {}
+        if plan.strategy not in self.strategies:
+            sharded = [s for s in self.strategies if s is not Strategy.ddp]
+            one_gpu = plan.hardware.gpus == 1 and Strategy.ddp in self.strategies
+            changes["strategy"] = Strategy.ddp if one_gpu or not sharded else sharded[0]
+        if plan.precision not in self.precisions:
+            changes["precision"] = self.precisions[0]
+        if plan.loss not in self.losses:
+            changes["loss"] = self.losses[0]
+        if plan.offload not in self.offloads:
+            changes["offload"] = Offload.none
+        if plan.optimizer_in_backward and not self.optimizer_in_backward:
+            changes["optimizer_in_backward"] = False
+        if plan.activation_offload and not self.activation_offload:
+            changes["activation_offload"] = False
+        return changes
+
+    def why_not(self, strategy: Strategy) -> str:
+        """Why this stack cannot run `strategy`."""
+        allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
+        return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
+
+    def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
+        """Per-GPU static bytes (memoised on what the state depends on)."""
+
+        def compute() -> StaticState:
+            tensors = trainable_tensors(plan)
+            return shard(plan, strategy, self.layout(plan, strategy, tensors), tensors)
+
+        return self._states.get((strategy, plan.state_key), compute)
 
     def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
         """Every term's bytes per GPU for `plan` run with `strategy` (the hot path: the
         lever list and the micro-batch search call it many times)."""
-        ...
-
-    def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
-        """Where each term's number comes from, for the report (called once per plan)."""
-        ...
+        arch = plan.model.architecture
+        state = self.static_state(plan, strategy)
+        setup = self.setup(plan)
+        acts = activation_bytes(arch, setup, plan.seq_len, plan.micro_batch)
+        logits = logits_bytes(arch, setup, plan.seq_len, plan.micro_batch)
+        extra = self.transient(plan, strategy, state, setup)
+        transient_bytes = extra.peak_extra(acts + logits)
+        tensors = state.total + acts + logits + transient_bytes
+        rt = runtime(plan, tensors, state.managed)
+        terms = {
+            TermKind.weights: state.weights,
+            TermKind.gradients: state.gradients,
+            TermKind.master_weights: state.master_weights,
+            TermKind.optimizer_states: state.optimizer_states,
+            TermKind.activations: acts,
+            TermKind.logits: logits,
+            TermKind.transient: transient_bytes,
+            TermKind.overhead: rt.total,
+        }
+        offloaded = offloaded_bytes(arch, setup, plan.seq_len, plan.micro_batch)
+        return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded)

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memtui.estimator.activations import activation_bytes, logits_bytes
+from memtui.estimator.activations import Setup
 from memtui.estimator.architecture import Architecture
-from memtui.estimator.choices import Method, Strategy
+from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
-from memtui.estimator.runtime import overhead_bytes, overhead_source
-from memtui.estimator.stacks.base import Breakdown
-from memtui.estimator.state import static_state
+from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.state import Layout, StaticState, TrainableTensor, generic_layout
 from memtui.estimator.terms import TermKind
-from memtui.estimator.transient import transient
+from memtui.estimator.transient import Transient, transient
 
 _METHOD_TEXT = {
     Method.full: "full fine-tune",
@@ -31,55 +30,59 @@ def trainable_roles(plan: Plan) -> frozenset[str] | None:
         return None
     if plan.lora_fraction is not None:
         return frozenset({"q", "k", "v", "qkv", "o"})
-    return _adapted_roles(plan.model.architecture, plan.lora_targets)
+    return _adapted_roles(plan.model.architecture, plan.lora_targets, plan.modules_to_save)
 
 
 @memoised
-def _adapted_roles(arch: Architecture, targets: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(lin.role for lin in arch.lora_layers(targets))
+def _adapted_roles(
+    arch: Architecture, targets: tuple[str, ...], saved: tuple[str, ...]
+) -> frozenset[str]:
+    adapted = {lin.role for lin in arch.lora_layers(targets)}
+    return frozenset(adapted | {lin.role for lin in arch.saved_modules(saved)})
 
 
-class GenericStack:
+def activation_setup(plan: Plan) -> Setup:
+    """The plan's model run as the design states it: every activation in the plan's compute
+    dtype (the residual stream in fp32 under autocast), adapters sharing their inputs."""
+    precision = plan.precision
+    lora = plan.method is not Method.full
+    return Setup(
+        attention=plan.attention,
+        checkpointing=plan.checkpointing,
+        compute_bytes=precision.activation_bytes,
+        residual_bytes=precision.residual_bytes,
+        trainable_roles=trainable_roles(plan),
+        lora_rank=plan.lora_rank if lora else 0,
+        adapter_output_bytes=precision.activation_bytes,
+        adapter_dropout=lora and plan.lora_dropout > 0,
+        frozen_linears_keep_inputs=plan.method is Method.qlora and plan.qlora_keeps_inputs,
+        offload_layer_inputs=plan.activation_offload,
+        grad_bytes=precision.weight_bytes,
+        loss=plan.loss,
+        tp=plan.tp,
+    )
+
+
+class GenericStack(BookStack):
     """Today's step: bf16 weights and gradients, an fp32 master copy in mixed precision,
     the optimizer's state, every layer's saved tensors, 12 B per logit, and the buffers of
     the framework the strategy names."""
 
-    name = "generic"
+    name = StackName.generic
     label = "generic"
 
-    def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
-        arch = plan.model.architecture
-        state = static_state(plan, strategy)
-        acts = activation_bytes(
-            arch,
-            seq_len=plan.seq_len,
-            micro_batch=plan.micro_batch,
-            attention=plan.attention,
-            checkpointing=plan.checkpointing,
-            precision=plan.precision,
-            tp=plan.tp,
-            trainable_roles=trainable_roles(plan),
-            lora_rank=plan.lora_rank if plan.method is not Method.full else 0,
-        )
-        logits = logits_bytes(
-            arch,
-            seq_len=plan.seq_len,
-            micro_batch=plan.micro_batch,
-            precision=plan.precision,
-            tp=plan.tp,
-        )
-        extra = transient(plan, strategy, state)
-        terms = {
-            TermKind.weights: state.weights,
-            TermKind.gradients: state.gradients,
-            TermKind.master_weights: state.master_weights,
-            TermKind.optimizer_states: state.optimizer_states,
-            TermKind.activations: acts,
-            TermKind.logits: logits,
-            TermKind.transient: extra.peak_extra(acts + logits),
-            TermKind.overhead: overhead_bytes(plan),
-        }
-        return Breakdown(terms, state, extra)
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        return generic_layout(plan, tensors)
+
+    def setup(self, plan: Plan) -> Setup:
+        return activation_setup(plan)
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        return transient(plan, strategy, state)
 
     def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
         arch = plan.model.architecture
@@ -96,12 +99,29 @@ class GenericStack:
             TermKind.activations: f"{arch.num_layers} layers, s={plan.seq_len}, "
             f"b={plan.micro_batch}, {plan.attention.value} attention, checkpointing "
             f"{plan.checkpointing.value} (Korthikanti et al. 2022)",
-            TermKind.logits: f"b s V with V={arch.vocab_size:,}: fp32 log-probs, their "
-            "gradient and the logits' fp32 gradient at the loss's backward (12 B per logit; "
-            "memtui measure)",
+            TermKind.logits: _loss_text(plan),
             TermKind.transient: breakdown.transient.detail,
-            TermKind.overhead: overhead_source(plan),
+            TermKind.overhead: _runtime_text(breakdown),
         }
+
+
+def _loss_text(plan: Plan) -> str:
+    v = plan.model.architecture.vocab_size
+    if plan.loss.value == "full":
+        return (
+            f"b s V with V={v:,}: fp32 log-probs, their gradient and the logits' fp32 gradient "
+            "at the loss's backward (12 B per logit; memtui measure)"
+        )
+    if plan.loss.value == "chunked":
+        return f"b s V with V={v:,}: fp32 log-probs of every chunk (4 B per logit) + one chunk"
+    return "fused linear cross-entropy: one chunk of logits at a time (about b s h)"
+
+
+def _runtime_text(breakdown: Breakdown) -> str:
+    parts = [p for p in breakdown.runtime.parts if p.bytes]
+    if not parts:
+        return "turned off (--overhead none)"
+    return " + ".join(p.name for p in parts)
 
 
 GENERIC = GenericStack()

@@ -1,0 +1,73 @@
+"""`memtui export --format FORMAT`: the plan as a config its stack accepts.
+
+    memtui export --format deepspeed --stack deepspeed --strategy zero3 -o ds.json
+    memtui export --format accelerate --from ds.json train.sh -o accelerate.yaml
+    memtui export --format torchtune --plan plan.toml --micro-batch 2   (to stdout)
+
+The plan is built as `memtui estimate` builds it (every plan flag, --from FILE..., and a saved
+--plan). The levers the plan has on (checkpointing, offload, an 8-bit optimizer, micro-batch
+and accumulation) are written in the format's own keys; `memtui estimate --from FILE` reads
+the file back to the same plan. A file is written atomically and an existing one only with
+--force (else one line, exit 2). Imports stay lazy: the CLI's start must not pay for YAML.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.errors import UsageError
+
+FORMATS = ("deepspeed", "accelerate", "trainer-args", "axolotl", "torchtune")
+"""memtui.plans.registry.EXPORTS, named here so that --help needs no import."""
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "export",
+        help="write the plan as a DeepSpeed, accelerate, Trainer, axolotl or torchtune config",
+        description="Write the plan as a config its stack accepts (reads back to the same plan "
+        "with `memtui estimate --from FILE`).",
+    )
+    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    parser.add_argument("--plan", metavar="FILE", help="start from a saved memtui plan (TOML)")
+    add_plan_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memtui.plans.registry import export
+
+    base = None
+    if args.plan:
+        from memtui.plans.memtui_toml import load_plan
+
+        base = load_plan(args.plan)
+    plan = plan_from_args(args, base=base)
+    text = export(plan, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    written = write_new(Path(args.output), text, args.force)
+    print(f"wrote {written} ({args.format} config for the {plan.stack.value} stack)")
+    return 0
+
+
+def write_new(path: Path, text: str, force: bool) -> Path:
+    """Write `text` to `path` atomically; an existing file only when `force`."""
+    from memtui.plans.files import write_atomic
+
+    target = path.expanduser()
+    if target.exists() and not force:
+        raise UsageError(f"{target}: already exists; give --force to overwrite it")
+    if target.is_dir():
+        raise UsageError(f"{target}: is a folder; give a file name")
+    try:
+        return write_atomic(target, text)
+    except OSError as err:
+        raise UsageError(f"{target}: cannot write it ({err.strerror or err})") from None

@@ -1,0 +1,119 @@
+"""`memtui snapshot FILE`: after the OOM, say where the memory went.
+
+    memtui snapshot oom.pickle                 the summary, per device (GiB)
+    memtui snapshot oom.pickle --model meta-llama/Meta-Llama-3-8B --micro-batch 8
+                                               ...with the plan's terms beside it
+    memtui snapshot oom.pickle --plan plan.toml --json
+    memtui snapshot stats.json                 a torch.cuda.memory_stats() dump (or JSON lines)
+    memtui snapshot oom.pickle --export-viz oom-viz.html
+                                               the file memory_viz opens, coloured by plan term
+
+FILE is what `torch.cuda.memory._dump_snapshot()` writes (read without torch: a pickle that
+names any class is refused, nothing in it runs), the list `torch.cuda.memory_snapshot()`
+returns, pickled, or `torch.cuda.memory_stats()` as JSON. Any plan flag (or --plan) adds the
+plan's prediction beside the attribution. A bad file or flag: one line, exit code 2.
+The JSON path imports neither rich nor Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.errors import UsageError
+
+UNITS = ("GiB", "GB")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "snapshot",
+        help="after an OOM: read a PyTorch memory snapshot and say where the memory went",
+        description="Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) or a "
+        "torch.cuda.memory_stats() JSON without importing torch, and say per GPU where the "
+        "reserved memory is, why a request failed, and which plan term the allocations were "
+        "for. Give a plan (--plan or any plan flag) to see its prediction beside them.",
+    )
+    parser.add_argument("file", metavar="FILE", help="snapshot pickle or memory_stats JSON")
+    parser.add_argument("--device", type=int, metavar="N", help="only this device")
+    parser.add_argument("--json", action="store_true", help="one JSON object per device (bytes)")
+    parser.add_argument("--unit", choices=UNITS, default="GiB", help="unit on screen (GiB)")
+    parser.add_argument(
+        "--export-viz",
+        metavar="OUT",
+        help="also write the snapshot for PyTorch's memory_viz: OUT.html (a page) or "
+        "OUT.pickle (drop it on pytorch.org/memory_viz), allocations coloured by plan term",
+    )
+    parser.add_argument("--plan", metavar="FILE", help="a saved memtui plan (TOML) to compare")
+    add_plan_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _plan_given(args: argparse.Namespace) -> bool:
+    probe = argparse.ArgumentParser(add_help=False)
+    add_plan_arguments(probe)
+    dests = {a.dest for a in probe._actions}
+    return bool(args.plan) or any(getattr(args, d, None) is not None for d in dests)
+
+
+def plan_and_report(args: argparse.Namespace) -> tuple[Any, Any] | tuple[None, None]:
+    """The plan of the flags and its report, or (None, None) when no plan was asked for."""
+    if not _plan_given(args):
+        return None, None
+    from memtui.estimator import estimate
+    from memtui.plans.memtui_toml import load_plan
+
+    base = load_plan(args.plan) if args.plan else None
+    plan = plan_from_args(args, base=base)
+    return plan, estimate(plan)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memtui.forensics import load, summarise
+    from memtui.forensics.compare import compare_plan, comparison_json
+    from memtui.forensics.model import device_json
+
+    if args.device is not None and args.device < 0:
+        raise UsageError(f"--device must be 0 or more, not {args.device}")
+    plan, report = plan_and_report(args)  # flags first: a bad flag fails before a long read
+    started = time.perf_counter()
+    raw = load(args.file)
+    summary = summarise(raw, args.device)
+    seconds = time.perf_counter() - started
+    exported = None
+    if args.export_viz:
+        from memtui.forensics.export import export
+
+        exported = export(raw, args.export_viz)
+    del raw
+    comparisons = {
+        d.device: compare_plan(d, plan, report) if plan is not None and report is not None else None
+        for d in summary.devices
+    }
+    if args.json:
+        out = []
+        for d in summary.devices:
+            obj = device_json(summary, d)
+            c = comparisons[d.device]
+            obj["plan"] = comparison_json(c) if c is not None else None
+            out.append(obj)
+        print(json.dumps(out, indent=2))
+        return 0
+    from rich.console import Console
+
+    from memtui.ui import snapshot_render as render
+
+    console = Console()
+    console.print(render.header(summary, seconds))
+    console.print(render.settings_line(summary.settings))
+    for d in summary.devices:
+        console.print()
+        console.print(
+            render.device_view(summary, d, args.unit, comparisons[d.device], console.width)
+        )
+    if exported is not None:
+        console.print(f"\nwrote {exported} for memory_viz (allocations coloured by plan term)")
+    return 0

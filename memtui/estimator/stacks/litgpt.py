@@ -1,0 +1,89 @@
+"""Lightning's LitGPT (lit-gpt): Fabric, its own model code, LoRA and chunked loss.
+
+Read from Lightning-AI/litgpt (2024, commits 5895df10 and 00af8b0d; the 2023 lit-gpt of its
+resource tables, 8641822, differs where said): `--precision bf16-true` builds the model in
+bf16 (weights, gradients and torch.optim's foreach AdamW moments in bf16, no master),
+`bf16-mixed` keeps fp32 weights under autocast (memtui's bf16-autocast). Its RMSNorm upcasts
+to fp32 as transformers' does (litgpt/model.py RMSNorm; the 2023 lit_gpt/rmsnorm.py did not,
+keeping 2 bytes less per element of each norm's input). Its LoRA (lit_gpt/lora.py
+LoRAQKVLinear) adds one lora_A over the fused qkv input for the enabled q and v projections
+(r = 8, dropout 0.05 by default): one dropout mask and one dropped input per layer. Its
+attention is one fused qkv linear for every family (model.py CausalSelfAttention.attn). The
+model returns the logits in chunks of 128 tokens (lm_head_chunk_size=128) that the training
+step keeps referenced through backward, and chunked_cross_entropy runs cross_entropy on each
+bf16 chunk (utils.py), keeping bf16 log-probs. Multi-GPU runs use Fabric's FSDPStrategy
+(FSDP1, limit_all_gathers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from memtui.estimator.activations import Setup
+from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
+from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.stacks.fsdp2 import unit_buffers
+from memtui.estimator.stacks.generic import GENERIC
+from memtui.estimator.stacks.torchtune import same_dtype_layout, same_dtype_setup
+from memtui.estimator.state import Layout, StaticState, TrainableTensor
+from memtui.estimator.terms import TermKind
+from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
+
+LM_HEAD_CHUNK = 128
+"""Tokens per logits chunk (lit-gpt finetune/lora.py: model(input_ids, lm_head_chunk_size=128))."""
+
+
+class LitGptStack(BookStack):
+    """LitGPT's finetune scripts (full, LoRA, QLoRA through Fabric's bitsandbytes plugin)."""
+
+    name = StackName.litgpt
+    label = "LitGPT"
+    strategies = (Strategy.fsdp, Strategy.ddp)
+    precisions = (Precision.bf16, Precision.bf16_autocast)
+    losses = (LossKind.chunked,)  # chunked_cross_entropy
+    offloads = (Offload.none, Offload.params)  # FSDPStrategy(cpu_offload=True)
+    optimizer_in_backward = False
+    activation_offload = False
+
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        return same_dtype_layout(plan, tensors)
+
+    def setup(self, plan: Plan) -> Setup:
+        autocast = plan.precision is Precision.bf16_autocast
+        return replace(
+            same_dtype_setup(plan),
+            compute_bytes=2,
+            residual_bytes=4 if autocast else 2,
+            adapter_output_bytes=2,
+            one_adapter_per_input=True,
+            loss_chunks=-(-plan.seq_len // LM_HEAD_CHUNK),
+            kept_logits_bytes=2,
+            loss_bytes=2,
+            fused_qkv=True,
+        )
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        backward, detail = unit_buffers(plan, strategy, state, 2, 2)
+        width = plan.precision.weight_bytes
+        step, why = optimizer_temporaries(plan, strategy, state, width, fused=False)
+        return Transient(
+            0, backward + dequantized_weight(plan), step, f"{detail}; optimizer step: {why}"
+        )
+
+    def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
+        out = dict(GENERIC.sources(plan, breakdown))
+        out[TermKind.master_weights] = "none: bf16-true, or fp32 weights under bf16-mixed"
+        out[TermKind.logits] = (
+            "bf16 logits in chunks of 128 tokens, kept through backward, + their bf16 "
+            "log-probs (chunked_cross_entropy)"
+        )
+        return out
+
+
+LITGPT = LitGptStack()

@@ -1,0 +1,133 @@
+"""torchtune's recipes: pure bf16, its own LoRA, losses and memory levers.
+
+Read from pytorch/torchtune (recipes/*.py, recipes/configs/, torchtune/modules/,
+torchtune/training/):
+- The model is built in the recipe's dtype (training.set_default_dtype, `dtype: bf16`):
+  weights, gradients and torch.optim's moments in bf16, no master copy. Distributed recipes
+  shard with FSDP2 without a MixedPrecisionPolicy (training/_distributed.py shard_model):
+  bf16 shards, bf16 gradients and reduce-scatter; single-device recipes run one GPU.
+- LoRA adapters are plain bf16 nn.Linear (modules/peft/lora.py LoRALinear) applied to the
+  same input as the base layer, with no cast: they share it.
+- QLoRA quantizes the linears to torchao's NF4 (64-element blocks, double-quantized scalers)
+  and leaves norms, embeddings and the output projection in bf16 (no upcast).
+- Configs use torch.optim.AdamW(fused=True): no step temporaries. optimizer_in_bwd steps and
+  frees each gradient in its hook (training/memory.py register_optim_in_bwd_hooks).
+- Activation offloading (training/_activation_offloading.py OffloadActivations) needs
+  activation checkpointing; the loss is chunked (LinearCrossEntropyLoss,
+  CEWithChunkedOutputLoss: 8 chunks) in current configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from memtui.estimator.activations import Setup
+from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
+from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.stacks.fsdp2 import unit_buffers
+from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.state import (
+    Layout,
+    StaticState,
+    TrainableTensor,
+    frozen_base_bytes,
+    gradient_bytes,
+    optimizer_state_bytes,
+    parameters_of,
+)
+from memtui.estimator.terms import TermKind
+from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
+
+
+def same_dtype_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layout:
+    """Every parameter, gradient and (torch.optim) moment in the model's dtype; a QLoRA base
+    quantized with its other parameters left in that dtype; no master copy."""
+    width = plan.precision.weight_bytes
+    trainable = parameters_of(tensors)
+    if plan.method is Method.full:
+        weights = width * plan.model.parameters
+    else:
+        weights = frozen_base_bytes(plan, width, width) + width * trainable
+    return Layout(
+        weights=weights,
+        gradients=gradient_bytes(plan, tensors, width),
+        master=0,
+        optimizer=optimizer_state_bytes(plan, tensors, width),
+        managed_fraction=1.0 if optimizer_spec(plan.optimizer).paged else 0.0,
+    )
+
+
+def same_dtype_setup(plan: Plan) -> Setup:
+    """The model run in its own dtype, adapters sharing their inputs."""
+    width = plan.precision.weight_bytes
+    return replace(
+        activation_setup(plan),
+        compute_bytes=width,
+        residual_bytes=width,
+        adapter_output_bytes=width,
+        grad_bytes=width,
+    )
+
+
+class TorchtuneStack(BookStack):
+    """torchtune's full, LoRA and QLoRA recipes (single device or distributed)."""
+
+    name = StackName.torchtune
+    label = "torchtune"
+    strategies = (Strategy.fsdp, Strategy.ddp)
+    precisions = (Precision.bf16, Precision.fp32)
+    losses = (LossKind.chunked, LossKind.full)  # the chunked losses, or CrossEntropyLoss
+    offloads = (Offload.none, Offload.params)  # fsdp_cpu_offload
+
+    def check(self, plan: Plan) -> None:
+        super().check(plan)
+        if plan.strategy is Strategy.ddp and plan.hardware.gpus > 1:
+            raise ValueError(
+                "torchtune's distributed recipes shard with FSDP: use fsdp on more than one "
+                "GPU (ddp stands for its single-device recipes)"
+            )
+
+    def suited(self, plan: Plan) -> dict[str, object]:
+        changes = super().suited(plan)
+        if plan.hardware.gpus > 1 and plan.strategy is Strategy.ddp:
+            changes["strategy"] = Strategy.fsdp
+        return changes
+
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        return same_dtype_layout(plan, tensors)
+
+    def setup(self, plan: Plan) -> Setup:
+        base = same_dtype_setup(plan)
+        if plan.loss is LossKind.full:
+            # torch.nn.CrossEntropyLoss on the model's bf16 logits, which the recipe keeps
+            # referenced through backward (lora_finetune_single_device.py, 2024 configs)
+            return replace(
+                base, loss_bytes=base.compute_bytes, kept_logits_bytes=base.compute_bytes
+            )
+        return base  # CEWithChunkedOutputLoss upcasts each chunk; the recipe frees the logits
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        width = plan.precision.weight_bytes
+        # FSDP2 without a policy: the running unit, its buffer, the prefetched next one
+        backward, detail = unit_buffers(plan, strategy, state, 3, width)
+        step, why = optimizer_temporaries(plan, strategy, state, width, fused=True)
+        return Transient(
+            0, backward + dequantized_weight(plan), step, f"{detail}; optimizer step: {why}"
+        )
+
+    def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
+        out = dict(GENERIC.sources(plan, breakdown))
+        out[TermKind.weights] = f"{plan.precision.value} model (dtype: in the recipe)"
+        out[TermKind.master_weights] = "none: pure bf16 recipes"
+        out[TermKind.optimizer_states] = f"{plan.optimizer.value}, moments in the model's dtype"
+        return out
+
+
+TORCHTUNE = TorchtuneStack()

@@ -1,0 +1,234 @@
+"""Transformers' Trainer with accelerate, on one GPU or under DDP, with PEFT's defaults.
+
+Read from transformers 5.24, accelerate 1.15, peft 0.21 and torch 2.13:
+- Precision is the dtype the model was loaded in. `bf16=True` only turns on accelerate's
+  autocast (training_args.py TrainingArguments.__post_init__; accelerator.py
+  Accelerator.prepare_model wraps forward in torch.autocast): there is no master copy. Loaded
+  without torch_dtype (fp32, memtui's `bf16-autocast`) the fp32 weights are the master and
+  gradients and AdamW's moments are fp32; loaded in bf16 everything is bf16 (torch.optim
+  keeps moments like the parameter: optim/adam.py Adam._init_group).
+- The default optimizer is adamw_torch_fused on torch >= 2.8 (training_args.py
+  default_optim): one fused kernel, no step temporaries.
+- DDP keeps its gradient buckets beside the gradients: accelerate forwards only non-default
+  DistributedDataParallelKwargs, so gradient_as_bucket_view stays False (nn/parallel/
+  distributed.py), and the 25 MiB buckets together cover every trainable parameter.
+- PEFT upcasts adapters to fp32 (get_peft_model(autocast_adapter_dtype=True),
+  tuners_utils.cast_adapter_dtype); modules_to_save copies keep the base dtype
+  (ModulesToSaveWrapper). Each adapted linear casts its input to the adapter's dtype before
+  lora_A (tuners/lora/layer.py Linear.forward, _cast_input_dtype), so under autocast lora_A
+  saves its own bf16 copy of the input instead of sharing the base layer's.
+- prepare_model_for_kbit_training (QLoRA) casts every non-quantized parameter to fp32
+  (utils/other.py): the embeddings make the residual stream fp32.
+- Under autocast every fp32 weight a matmul uses is cast to bf16 (aten autocast_mode.cpp
+  cached_cast): the copies of trainable weights are cached for the whole forward and, with
+  the frozen ones' copies, saved for backward unless the layer is checkpointed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from memtui.estimator.activations import Setup, buffers_beyond
+from memtui.estimator.choices import (
+    Checkpointing,
+    LossKind,
+    Method,
+    Offload,
+    Precision,
+    StackName,
+    Strategy,
+)
+from memtui.estimator.optimizers import optimizer_spec
+from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.state import (
+    Layout,
+    StaticState,
+    TrainableTensor,
+    frozen_base_bytes,
+    gradient_bytes,
+    optimizer_state_bytes,
+    parameters_of,
+    split_saved,
+    trainable_tensors,
+)
+from memtui.estimator.terms import TermKind
+from memtui.estimator.transient import (
+    Transient,
+    dequantized_weight,
+    optimizer_temporaries,
+)
+
+ADAPTER_BYTES = 4  # PEFT's fp32 adapters (autocast_adapter_dtype=True)
+
+
+def peft_layout(
+    plan: Plan, tensors: tuple[TrainableTensor, ...], width: int, adapter_width: int
+) -> Layout:
+    """The state of a PEFT model whose base is held in `width` bytes per parameter and
+    whose adapters in `adapter_width`: weights, gradients and moments of the adapters in
+    their dtype, of modules_to_save copies in the base's, no master copy."""
+    adapters, saved = split_saved(plan, tensors)
+    base = frozen_base_bytes(plan, base_bytes=width)
+    return Layout(
+        weights=base + adapter_width * parameters_of(adapters) + width * parameters_of(saved),
+        gradients=gradient_bytes(plan, adapters, adapter_width)
+        + gradient_bytes(plan, saved, width),
+        master=0,
+        optimizer=optimizer_state_bytes(plan, adapters, adapter_width)
+        + optimizer_state_bytes(plan, saved, width),
+        managed_fraction=1.0 if optimizer_spec(plan.optimizer).paged else 0.0,
+    )
+
+
+def pure_layout(plan: Plan, tensors: tuple[TrainableTensor, ...], width: int) -> Layout:
+    """A full fine-tune whose parameters, gradients and (torch.optim) moments all have the
+    parameter dtype: no master copy."""
+    return Layout(
+        weights=width * plan.model.parameters,
+        gradients=gradient_bytes(plan, tensors, width),
+        master=0,
+        optimizer=optimizer_state_bytes(plan, tensors, width),
+        managed_fraction=1.0 if optimizer_spec(plan.optimizer).paged else 0.0,
+    )
+
+
+def _matmul_parameters(plan: Plan) -> tuple[float, float]:
+    """(a decoder layer's, the lm_head's) parameters that matmuls read: the linears' weights
+    and biases, which autocast casts (norm weights and embeddings are not autocast ops)."""
+    arch = plan.model.architecture
+    scale = plan.model.parameters / arch.parameter_count / plan.tp
+    linears = sum((lin.d_in * lin.d_out + lin.d_out * lin.bias) * lin.count
+                  for lin in arch.linear_layers)  # fmt: skip
+    return linears / arch.num_layers * scale, arch.vocab_size * arch.hidden_size * scale
+
+
+def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
+    """bf16 copies of fp32 weights that autocast makes, at the step's worst moment.
+
+    Autocast casts an fp32 weight for every matmul (aten/src/ATen/autocast_mode.h
+    cached_cast). The copy of a trainable leaf (a full fine-tune's weights, PEFT's fp32
+    adapters) is cached until autocast exits, at the end of the wrapped forward (torch/amp/
+    autocast_mode.py autocast.__exit__ clears the cache); a frozen weight's copy (the fp32
+    base under LoRA) is made per use. Either is saved for backward by its matmul when the
+    input needs a gradient. Without checkpointing every copy is saved until its layer's
+    backward. With checkpointing, the loss's backward holds the lm_head's copy (saved by its
+    matmul), a layer's backward that layer's copies (made again by the recomputation, under
+    its own autocast), and the forward's end every cached copy (measured by `memtui measure
+    --stack trainer`); `buffers_beyond` picks the worst. QLoRA's 4-bit linears are dequantized
+    instead (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
+    if plan.precision is Precision.fp32:
+        return 0
+    arch = plan.model.architecture
+    layer, head = _matmul_parameters(plan)
+    if plan.method is Method.qlora:
+        upcast = plan.qlora_upcast or plan.precision is Precision.bf16_autocast
+        return round(2 * head) if upcast else 0
+    base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
+    adapters = 0.0
+    if plan.method is not Method.full:
+        # PEFT's fp32 adapters; a modules_to_save copy keeps the base dtype and stands in
+        # for the module it copies, whose cast the base's count already has
+        adapters = parameters_of(split_saved(plan, trainable_tensors(plan))[0])
+    head_copy = 2 * base * head
+    if plan.checkpointing is Checkpointing.none:
+        every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
+        moments = {
+            "loss's backward": every,
+            "forward's end": every,
+            "lm_head's backward": every,
+            "a layer's backward": every - head_copy,
+        }
+    else:
+        full = plan.method is Method.full
+        cached = 2 * base * arch.num_layers * layer + head_copy if full else 2 * adapters
+        moments = {
+            "loss's backward": head_copy,
+            "forward's end": cached + (0 if full else head_copy),
+            "lm_head's backward": head_copy,
+            "a layer's backward": 2 * (base * layer + adapters / arch.num_layers),
+        }
+    setup = setup or TRAINER.setup(plan)
+    copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
+    return copies
+
+
+class TrainerStack(BookStack):
+    """Transformers' Trainer + accelerate (one GPU or DDP), PEFT's defaults for LoRA."""
+
+    name = StackName.trainer
+    label = "Trainer + accelerate"
+    strategies = (Strategy.ddp,)
+    precisions = (Precision.bf16, Precision.bf16_autocast, Precision.fp32)
+    # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
+    losses = (LossKind.full, LossKind.fused)
+    # accelerate offers no optimizer offload under DDP; Trainer's checkpointing can offload
+    # layer inputs (activation_checkpointing_kwargs offload=True: save_on_cpu)
+    offloads = (Offload.none,)
+    optimizer_in_backward = False
+
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        width = plan.precision.weight_bytes  # the dtype the model was loaded in
+        if plan.method is Method.full:
+            return pure_layout(plan, tensors, width)
+        return peft_layout(plan, tensors, width, ADAPTER_BYTES)
+
+    def setup(self, plan: Plan) -> Setup:
+        autocast = plan.precision is not Precision.fp32  # bf16=True: accelerate's autocast
+        lora = plan.method is not Method.full
+        fp32_stream = plan.precision is Precision.bf16_autocast or (
+            plan.method is Method.qlora and plan.qlora_upcast
+        )
+        arch = plan.model.architecture
+        return replace(
+            activation_setup(plan),
+            compute_bytes=2 if autocast else 4,
+            residual_bytes=4 if fp32_stream or not autocast else 2,
+            # fp32 stream, bf16 matmuls: each trained linear keeps its own bf16 cast of the
+            # fp32 norm output (autocast casts per op; memtui measure --stack trainer)
+            input_casts=frozenset(lin.role for lin in arch.linear_layers)
+            if autocast and fp32_stream and not lora
+            else frozenset(),
+            # fp32 adapters: their own copy of each input, which autocast makes bf16 again
+            adapter_input_bytes=2 if lora and autocast else 0,
+            adapter_output_bytes=2 if autocast else 4,
+        )
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        buckets = state.gradients if plan.hardware.gpus > 1 else 0
+        copies = autocast_weight_copies(plan, setup)
+        dequant = dequantized_weight(plan)
+        step, why = optimizer_temporaries(
+            plan, strategy, state, plan.precision.weight_bytes, fused=True
+        )
+        parts = [f"DDP gradient buckets {buckets / 1e9:.2f} GB" if buckets else "one GPU"]
+        if copies:
+            parts.append(f"autocast's bf16 weight copies {copies / 1e9:.2f} GB")
+        if dequant:
+            parts.append(f"a dequantized 4-bit weight {dequant / 1e9:.2f} GB")
+        detail = ", ".join(parts)
+        return Transient(buckets, copies + dequant, step, f"{detail}; optimizer step: {why}")
+
+    def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
+        out = dict(GENERIC.sources(plan, breakdown))
+        loaded = {
+            Precision.bf16: "loaded in bf16, bf16=True (autocast)",
+            Precision.bf16_autocast: "loaded in fp32, bf16=True (autocast)",
+            Precision.fp32: "fp32",
+        }[plan.precision]
+        adapters = "" if plan.method is Method.full else "; PEFT adapters in fp32"
+        out[TermKind.weights] = f"model {loaded}{adapters}"
+        out[TermKind.master_weights] = "none: the optimizer steps the model's own parameters"
+        out[TermKind.optimizer_states] = (
+            f"{plan.optimizer.value} (adamw: adamw_torch_fused), moments in the parameters' dtype"
+        )
+        return out
+
+
+TRAINER = TrainerStack()

@@ -1,0 +1,333 @@
+"""axolotl's YAML config (`axolotl train config.yml`) <-> plan facts.
+
+Keys as axolotl reads them (src/axolotl/utils/schemas/config.py, training.py, peft.py, fsdp.py,
+model.py; defaults in brackets; docs.axolotl.ai/docs/config-reference.html):
+`base_model` (or `base_model_config`), `adapter` lora / qlora with `load_in_4bit` (`load_in_8bit`
+is an 8-bit base memtui does not size), `lora_r`, `lora_dropout` [0], `lora_target_modules` or
+`lora_target_linear`, `lora_modules_to_save`, `bnb_config_kwargs.bnb_4bit_use_double_quant`
+[True: loaders/model.py], `sequence_len` [512], `micro_batch_size` [1],
+`gradient_accumulation_steps` [1] or the deprecated global `batch_size`, `optimizer`
+[adamw_torch_fused: Transformers' `optim` names], `bf16` [auto] / `fp16` (autocast) and
+`bfloat16` / `float16` (no autocast): the model is loaded in bf16 when bf16 or bfloat16 is set
+(utils/config/__init__.py: cfg.torch_dtype), `gradient_checkpointing` (true, "offload"),
+`activation_offloading`, `attn_implementation` / `flash_attention` / `sdp_attention` /
+`eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss),
+`deepspeed` (a JSON path or inline), `fsdp_config` with `fsdp_version` [1] (its keys with or
+without the deprecated `fsdp_` prefix) and the deprecated `fsdp` list, `dp_shard_size`,
+`dp_replicate_size`, `tensor_parallel_size`, `context_parallel_size`.
+axolotl runs Transformers' Trainer, so the stack is the Trainer's, DeepSpeed's or FSDP's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memtui.estimator.choices import (
+    Attention,
+    Checkpointing,
+    LossKind,
+    Method,
+    Optimizer,
+    Precision,
+    StackName,
+    Strategy,
+)
+from memtui.plans.facts import (
+    ConfigError,
+    Document,
+    Facts,
+    Unsupported,
+    as_bool,
+    as_float,
+    as_int,
+    as_names,
+    dig,
+)
+from memtui.plans.fsdp import fsdp_version, read_fsdp, sharding_name, unprefixed
+from memtui.plans.trainer_args import lora_targets, optim_name, optimizer
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+
+NAME = "axolotl"
+# axolotl's own optimizers (schemas/enums.py CustomSupportedOptimizers) beside Transformers'
+CUSTOM_OPTIM: dict[str, tuple[Optimizer, str]] = {
+    "optimi_adamw": (Optimizer.adamw, ""),
+    "ao_adamw_8bit": (Optimizer.adamw8bit, ""),
+    "ao_adamw_4bit": (Optimizer.adamw8bit, "torchao 4-bit AdamW counted as 8-bit (over)"),
+    "ao_adamw_fp8": (Optimizer.adamw8bit, "torchao fp8 AdamW: one byte per moment"),
+    "adopt_adamw": (Optimizer.adamw, ""),
+    "came_pytorch": (Optimizer.adamw, "CAME counted as AdamW"),
+    "muon": (Optimizer.adamw, "Muon counted as AdamW (its AdamW part; over for matrices)"),
+    "dion": (Optimizer.adamw, "Dion counted as AdamW (over)"),
+    "flash_adamw": (Optimizer.adamw, ""),
+    "flash_adam": (Optimizer.adamw, ""),
+    "flash_sgd": (Optimizer.sgd_momentum, ""),
+    "flash_sgdw": (Optimizer.sgd_momentum, ""),
+    "flash_lion": (Optimizer.lion, ""),
+    "q_galore_adamw8bit": (Optimizer.adamw8bit, "Q-GaLore counted as full 8-bit AdamW"),
+}
+
+
+def detect(data: dict[str, Any]) -> bool:
+    return "base_model" in data or bool(
+        {"micro_batch_size", "sequence_len"} & set(data) and "datasets" in data
+    )
+
+
+def read(doc: Document) -> Facts:
+    data = doc.data
+    facts = doc.facts()
+    facts.state("trainer", True, "axolotl runs Transformers' Trainer")
+    model = data.get("base_model_config") or data.get("base_model")
+    if model:
+        key = "base_model_config" if data.get("base_model_config") else "base_model"
+        facts.state("model", str(model), key)
+    _precision(facts, data)
+    _sizes(facts, data)
+    name = str(data.get("optimizer") or "adamw_torch_fused")
+    if name.lower() in CUSTOM_OPTIM:
+        value, note = CUSTOM_OPTIM[name.lower()]
+        facts.state("optimizer", value, "optimizer")
+        if note:
+            facts.assume(note)
+    else:
+        optimizer(facts, "optimizer", name, data.get("optim_args"), "optimizer" not in data)
+    _levers(facts, data)
+    _adapter(facts, data)
+    from memtui.plans.deepspeed_json import named
+
+    named(facts, data.get("deepspeed"), "deepspeed", doc)
+    _fsdp(facts, data)
+    _parallel(facts, data)
+    return facts
+
+
+def _precision(facts: Facts, data: dict[str, Any]) -> None:
+    bf16 = data.get("bf16", "auto")
+    auto = str(bf16).lower() == "auto"
+    if auto:
+        facts.assume("bf16: auto taken as bf16 (any GPU since Ampere)")
+    amp = "bf16" if auto or as_bool(facts, "bf16", bf16) else None
+    if amp is None and data.get("fp16") and as_bool(facts, "fp16", data["fp16"]):
+        amp = "fp16"
+    pure = next((k for k in ("bfloat16", "float16") if data.get(k) and as_bool(facts, k, data[k])),
+                None)  # fmt: skip
+    if amp:
+        facts.state("amp", amp, "bf16" if amp == "bf16" else "fp16")
+    else:
+        facts.state("amp", "no", "bf16")
+    load = "bf16" if amp == "bf16" or pure == "bfloat16" else "fp16" if amp or pure else "fp32"
+    facts.state("load_dtype", load, pure or ("bf16" if amp != "fp16" else "fp16"))
+
+
+def _sizes(facts: Facts, data: dict[str, Any]) -> None:
+    micro = as_int(facts, "micro_batch_size", data.get("micro_batch_size") or 1)
+    facts.state("micro_batch", micro, "micro_batch_size")
+    facts.state("seq_len", as_int(facts, "sequence_len", data.get("sequence_len") or 512),
+                "sequence_len")  # fmt: skip
+    if data.get("gradient_accumulation_steps"):
+        key = "gradient_accumulation_steps"
+        facts.state("grad_accum", as_int(facts, key, data[key]), key)
+    elif data.get("batch_size"):  # deprecated: the batch per GPU over all micro-batches
+        batch = as_int(facts, "batch_size", data["batch_size"])
+        if batch % micro:
+            raise facts.error(
+                "batch_size", f"{batch} is not a multiple of micro_batch_size {micro}"
+            )
+        facts.state("grad_accum", batch // micro, "batch_size")
+    else:
+        facts.default("grad_accum", 1, "gradient_accumulation_steps")
+
+
+def _levers(facts: Facts, data: dict[str, Any]) -> None:
+    ckpt = data.get("gradient_checkpointing")
+    if ckpt not in (None, False) and (str(ckpt).startswith("offload") or as_bool(
+            facts, "gradient_checkpointing", ckpt)):  # fmt: skip
+        facts.state("checkpointing", Checkpointing.full, "gradient_checkpointing")
+        if str(ckpt).startswith("offload"):
+            facts.state("activation_offload", True, "gradient_checkpointing")
+    else:
+        facts.default("checkpointing", Checkpointing.none, "gradient_checkpointing")
+    offload = data.get("activation_offloading")
+    if offload not in (None, False) and str(offload).lower() != "false":
+        facts.state("activation_offload", True, "activation_offloading")
+    impl = str(data.get("attn_implementation") or "").lower()
+    if impl == "eager" or data.get("eager_attention"):
+        facts.state("attention", Attention.eager, "attn_implementation")
+    elif impl or data.get("flash_attention") or data.get("sdp_attention"):
+        key = "attn_implementation" if impl else "flash_attention"
+        facts.state("attention", Attention.flash, key)
+    for key in ("liger_fused_linear_cross_entropy", "cut_cross_entropy"):
+        if data.get(key) and as_bool(facts, key, data[key]):
+            facts.state("loss", LossKind.fused, key)
+            break
+    else:
+        if data.get("chunked_cross_entropy"):
+            facts.state("loss", LossKind.chunked, "chunked_cross_entropy")
+        else:
+            facts.default("loss", LossKind.full, "liger_fused_linear_cross_entropy")
+
+
+def _adapter(facts: Facts, data: dict[str, Any]) -> None:
+    adapter = str(data.get("adapter") or "").lower()
+    eight = data.get("load_in_8bit") and as_bool(facts, "load_in_8bit", data["load_in_8bit"])
+    four = data.get("load_in_4bit") and as_bool(facts, "load_in_4bit", data["load_in_4bit"])
+    if not adapter:
+        if four or eight:
+            raise facts.error(
+                "load_in_4bit" if four else "load_in_8bit",
+                "a quantized base trains only with an adapter (adapter: qlora)",
+            )
+        facts.state("method", Method.full, "adapter")
+        return
+    if adapter not in ("lora", "qlora"):
+        facts.state("method", Unsupported(f"adapter {adapter!r}"), "adapter")
+        return
+    if adapter == "qlora" and not four:
+        raise facts.error("adapter", "qlora needs load_in_4bit: true")
+    if eight:
+        facts.state("method", Unsupported("8-bit base models (load_in_8bit)"), "load_in_8bit")
+        return
+    facts.state("method", Method.qlora if four else Method.lora, "adapter")
+    if data.get("lora_r") is None:
+        raise facts.error("lora_r", "missing: an adapter needs its rank")
+    facts.state("lora_rank", as_int(facts, "lora_r", data["lora_r"]), "lora_r")
+    facts.state("lora_dropout", as_float(facts, "lora_dropout", data.get("lora_dropout") or 0.0),
+                "lora_dropout")  # fmt: skip
+    if data.get("lora_target_linear") and as_bool(facts, "lora_target_linear",
+                                                  data["lora_target_linear"]):  # fmt: skip
+        facts.state("lora_targets", ("all-linear",), "lora_target_linear")
+    elif data.get("lora_target_modules"):
+        key = "lora_target_modules"
+        facts.state("lora_targets", lora_targets(facts, key, data[key]), key)
+    if data.get("lora_modules_to_save"):
+        key = "lora_modules_to_save"
+        facts.state("modules_to_save", as_names(facts, key, data[key]), key)
+    if four:
+        nested = dig(data, "bnb_config_kwargs.bnb_4bit_use_double_quant")
+        double = True if nested is None else as_bool(facts, "bnb_config_kwargs", nested)
+        facts.state("qlora_double_quant", double, "bnb_config_kwargs.bnb_4bit_use_double_quant")
+
+
+def _fsdp(facts: Facts, data: dict[str, Any]) -> None:
+    config = data.get("fsdp_config") or {}
+    items = data.get("fsdp") or []
+    if not config and not items:
+        return
+    if not isinstance(config, dict):
+        raise facts.error("fsdp_config", f"expected a mapping, got {config!r}")
+    settings = unprefixed(config)
+    raw = data.get("fsdp_version", settings.get("version", 1))
+    version = fsdp_version(facts, "fsdp_version", raw)
+    for item in items if isinstance(items, list) else str(items).split():
+        lowered = str(item).lower()
+        if lowered == "offload":
+            settings.setdefault("offload_params", True)
+        elif lowered != "auto_wrap":
+            settings.setdefault("sharding_strategy", sharding_name(facts, "fsdp", item))
+
+    def where(key: str) -> str:
+        return f"fsdp_config.{key}" if key in settings and key in unprefixed(config) else "fsdp"
+
+    read_fsdp(facts, settings, where, version)
+
+
+def _parallel(facts: Facts, data: dict[str, Any]) -> None:
+    if data.get("tensor_parallel_size"):
+        tp = as_int(facts, "tensor_parallel_size", data["tensor_parallel_size"])
+        if tp > 1:
+            facts.state("tp", tp, "tensor_parallel_size")
+    if data.get("context_parallel_size") and as_int(facts, "context_parallel_size",
+                                                    data["context_parallel_size"]) > 1:  # fmt: skip
+        facts.assume("context parallel not modelled: activations counted whole (over)")
+    replicate = as_int(facts, "dp_replicate_size", data.get("dp_replicate_size") or 1)
+    shard = as_int(facts, "dp_shard_size", data.get("dp_shard_size") or 1)
+    if replicate > 1 and shard > 1:
+        facts.state("strategy", Strategy.hsdp, "dp_shard_size")
+        facts.state("hsdp_shard", shard, "dp_shard_size")
+
+
+def export(plan: Plan) -> str:
+    """The plan as an axolotl config (`axolotl train FILE`); datasets are the user's to add."""
+    import yaml
+
+    if plan.stack not in (StackName.trainer, StackName.deepspeed, StackName.fsdp1,
+                          StackName.fsdp2):  # fmt: skip
+        raise ConfigError(
+            f"--format axolotl writes an axolotl config: the plan's stack is {plan.stack.value} "
+            "(axolotl runs the trainer, deepspeed, fsdp2 and fsdp1 stacks)"
+        )
+    if plan.precision is Precision.bf16_autocast:
+        raise ConfigError(
+            "axolotl loads the model in its autocast dtype: fp32 weights under bf16 autocast "
+            "(bf16-autocast) is no axolotl setup; choose precision bf16"
+        )
+    config: dict[str, Any] = {
+        "base_model": plan.model.name,
+        "sequence_len": plan.seq_len,
+        "micro_batch_size": plan.micro_batch,
+        "gradient_accumulation_steps": plan.grad_accum,
+        "optimizer": optim_name(plan.optimizer),
+        "bf16": plan.precision in (Precision.bf16_mixed,)
+        or (plan.precision is Precision.bf16 and plan.stack is StackName.trainer),
+        "gradient_checkpointing": "offload"
+        if plan.activation_offload
+        else plan.checkpointing is Checkpointing.full,
+        "attn_implementation": "eager" if plan.attention is Attention.eager else "sdpa",
+        "datasets": [],
+    }
+    if plan.precision is Precision.bf16 and plan.stack is not StackName.trainer:
+        config["bfloat16"] = True  # bf16 weights without autocast
+    if plan.optimizer is Optimizer.sgd_momentum:
+        config["optim_args"] = "momentum=0.9"
+    if plan.loss is LossKind.fused:
+        config["plugins"] = ["axolotl.integrations.liger.LigerPlugin"]
+        config["liger_fused_linear_cross_entropy"] = True
+    if plan.method is not Method.full:
+        config["adapter"] = plan.method.value
+        config["lora_r"] = plan.lora_rank
+        config["lora_alpha"] = 2 * plan.lora_rank
+        config["lora_dropout"] = plan.lora_dropout
+        if plan.lora_targets == ("all-linear",):
+            config["lora_target_linear"] = True
+        else:
+            config["lora_target_modules"] = list(plan.lora_targets)
+        if plan.modules_to_save:
+            config["lora_modules_to_save"] = list(plan.modules_to_save)
+        if plan.method is Method.qlora:
+            config["load_in_4bit"] = True
+            config["bnb_config_kwargs"] = {"bnb_4bit_use_double_quant": plan.qlora_double_quant}
+    if plan.stack is StackName.deepspeed:
+        import json
+
+        from memtui.plans.deepspeed_json import export as deepspeed
+
+        config["deepspeed"] = json.loads(deepspeed(plan))
+    elif plan.stack in (StackName.fsdp1, StackName.fsdp2):
+        _export_fsdp(plan, config)
+    if plan.tp > 1:
+        config["tensor_parallel_size"] = plan.tp
+    return "# axolotl config written by memtui: add your datasets\n" + yaml.safe_dump(
+        config, sort_keys=False
+    )
+
+
+def _export_fsdp(plan: Plan, config: dict[str, Any]) -> None:
+    from memtui.plans.accelerate_yaml import sharding_of
+
+    version = 1 if plan.stack is StackName.fsdp1 else 2
+    fsdp: dict[str, Any] = {
+        "offload_params": plan.offload.value == "params",
+        "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        "state_dict_type": "SHARDED_STATE_DICT",
+    }
+    config["fsdp_version"] = version
+    if version == 2:
+        fsdp["reshard_after_forward"] = sharding_of(plan, 2)
+        if plan.strategy is Strategy.hsdp:
+            config["dp_shard_size"] = plan.hardware.gpus_per_node // plan.tp
+            config["dp_replicate_size"] = plan.hardware.nodes
+    else:
+        config["fsdp"] = [str(sharding_of(plan, 1)).lower(), "auto_wrap"]
+    config["fsdp_config"] = fsdp

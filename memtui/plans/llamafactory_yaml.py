@@ -1,0 +1,106 @@
+"""LLaMA-Factory's YAML (`llamafactory-cli train config.yaml`) -> plan facts (import only).
+
+LLaMA-Factory's arguments are Transformers' Seq2SeqTrainingArguments (read by
+`trainer_args.read_args`: batch size, accumulation, bf16/fp16, optim, deepspeed, fsdp) plus
+its own (src/llamafactory/hparams/; defaults in brackets): `model_name_or_path`,
+`finetuning_type` [lora] (full, freeze, lora, oft), `lora_rank` [8], `lora_dropout` [0],
+`lora_target` [all], `additional_target` (PEFT modules_to_save), `quantization_bit` with
+`quantization_method` [bnb] and `double_quantization` [True], `pure_bf16`, `cutoff_len`
+[2048], `flash_attn` [auto] (disabled, sdpa, fa2, fa3), `disable_gradient_checkpointing`
+[False: LLaMA-Factory checkpoints by default, model_utils/checkpointing.py],
+`use_unsloth_gc` (offloads the checkpointed inputs), `enable_liger_kernel`, `stage`.
+The dtype follows model/adapter.py: the model loads in bf16 with bf16 or pure_bf16, and the
+trainable parameters are upcast to fp32 unless pure_bf16 (or ZeRO-3, which keeps its own fp32
+master): a full fine-tune with bf16 is fp32 weights under autocast, LoRA a bf16 base with fp32
+adapters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
+from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_float, as_int, as_names
+from memtui.plans.trainer_args import lora_targets, read_args
+
+NAME = "llamafactory"
+_STAGES = ("pt", "sft", "rm", "ppo", "dpo", "kto")
+
+
+def detect(data: dict[str, Any]) -> bool:
+    keys = set(data)
+    return "model_name_or_path" in keys and bool(
+        keys & {"stage", "finetuning_type", "cutoff_len", "template", "lora_target"}
+    )
+
+
+def read(doc: Document) -> Facts:
+    data = doc.data
+    facts = doc.facts()
+    read_args(facts, data, lambda key: key, doc)  # its TrainingArguments part
+    kind = str(data.get("finetuning_type", "lora")).lower()
+    stage = str(data.get("stage", "sft")).lower()
+    if stage not in _STAGES:
+        raise facts.error("stage", f"unknown stage {stage!r} ({', '.join(_STAGES)})")
+    if stage in ("ppo", "dpo", "kto") and kind in ("full", "freeze"):
+        facts.state("method", Unsupported(f"{stage} keeps a reference model beside a full "
+                                          "fine-tune"), "stage")  # fmt: skip
+    elif kind in ("full", "freeze"):
+        facts.state("method", Method.full, "finetuning_type")
+        if kind == "freeze":
+            facts.assume("freeze tuning (the last layers only) counted as a full fine-tune")
+    elif kind == "lora":
+        _lora(facts, data)
+    else:
+        facts.state("method", Unsupported(f"finetuning_type {kind}"), "finetuning_type")
+    pure = bool(data.get("pure_bf16")) and as_bool(facts, "pure_bf16", data["pure_bf16"])
+    amp = facts.get("amp")
+    half = "bf16" if amp == "bf16" or pure else "fp16" if amp == "fp16" else None
+    if half is None:  # hparams/parser.py: infer_optim_dtype picks bf16 where the GPU has it
+        half = "bf16"
+        facts.assume("no bf16/fp16 given: the model loads in bf16 (infer_optim_dtype)")
+    upcast = not pure and facts.get("method") is Method.full
+    facts.state("load_dtype", "fp32" if upcast else half, "pure_bf16" if pure else "bf16")
+    if pure:
+        facts.state("amp", "no", "pure_bf16")
+    facts.state("seq_len", as_int(facts, "cutoff_len", data.get("cutoff_len", 2048)), "cutoff_len")
+    flash = str(data.get("flash_attn", "auto")).lower()
+    attention = Attention.eager if flash == "disabled" else Attention.flash
+    facts.state("attention", attention, "flash_attn")
+    key = "disable_gradient_checkpointing"
+    if data.get(key) is not None and as_bool(facts, key, data[key]):
+        facts.state("checkpointing", Checkpointing.none, key)
+    else:
+        facts.state("checkpointing", Checkpointing.full, f"{key} (LLaMA-Factory default False)")
+        if data.get("use_unsloth_gc") and as_bool(facts, "use_unsloth_gc", data["use_unsloth_gc"]):
+            facts.state("activation_offload", True, "use_unsloth_gc")
+    if data.get("enable_liger_kernel") and as_bool(facts, "enable_liger_kernel",
+                                                   data["enable_liger_kernel"]):  # fmt: skip
+        facts.state("loss", LossKind.fused, "enable_liger_kernel")
+    return facts
+
+
+def _lora(facts: Facts, data: dict[str, Any]) -> None:
+    bits = data.get("quantization_bit")
+    method = Method.lora
+    if bits is not None:
+        bits = as_int(facts, "quantization_bit", bits)
+        quant = str(data.get("quantization_method", "bnb")).lower()
+        if bits != 4 or quant not in ("bnb", "bitsandbytes"):
+            facts.state("method", Unsupported(f"{bits}-bit {quant} base models"),
+                        "quantization_bit")  # fmt: skip
+            return
+        method = Method.qlora
+        double = as_bool(facts, "double_quantization", data.get("double_quantization", True))
+        facts.state("qlora_double_quant", double, "double_quantization")
+    facts.state("method", method, "quantization_bit" if bits else "finetuning_type")
+    facts.state("lora_rank", as_int(facts, "lora_rank", data.get("lora_rank", 8)), "lora_rank")
+    dropout = as_float(facts, "lora_dropout", data.get("lora_dropout", 0.0))
+    facts.state("lora_dropout", dropout, "lora_dropout")
+    target = data.get("lora_target", "all")
+    names = ("all-linear",) if str(target).strip() == "all" else lora_targets(facts, "lora_target",
+                                                                              target)  # fmt: skip
+    facts.state("lora_targets", names, "lora_target")
+    if data.get("additional_target"):
+        saved = as_names(facts, "additional_target", data["additional_target"])
+        facts.state("modules_to_save", saved, "additional_target")

@@ -1,0 +1,267 @@
+"""The formats memtui reads and writes, and how a job's files become one set of facts.
+
+`read_files(paths)` detects each file's format (by its name and its keys), follows the files
+it names (an accelerate YAML's DeepSpeed JSON, the Trainer's --deepspeed), reads a shell
+script or command-line file through the launcher recognition, and merges everything
+(`facts.merge`: files that contradict each other are an error). `read_launch` does the same
+for a recognised command line (attach). `export(plan, format)` writes a plan as a config.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from memtui.plans import (
+    accelerate_yaml,
+    axolotl_yaml,
+    deepspeed_json,
+    llamafactory_yaml,
+    torchtune_yaml,
+    trainer_args,
+)
+from memtui.plans.facts import (
+    ConfigError,
+    Document,
+    Facts,
+    apply_overrides,
+    mapping,
+    merge,
+    parse_json,
+    parse_yaml,
+    read_text,
+)
+from memtui.plans.launchers import ConfigRef, Launch, environment_settings, recognise
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+
+#: Every format, in the order detection tries them (the most specific keys first).
+FORMATS: dict[str, ModuleType] = {
+    m.NAME: m
+    for m in (
+        torchtune_yaml,
+        accelerate_yaml,
+        deepspeed_json,
+        axolotl_yaml,
+        llamafactory_yaml,
+        trainer_args,
+    )
+}
+EXPORTS: dict[str, Callable[[Plan], str]] = {
+    "deepspeed": deepspeed_json.export,
+    "accelerate": accelerate_yaml.export,
+    "trainer-args": trainer_args.export,
+    "axolotl": axolotl_yaml.export,
+    "torchtune": torchtune_yaml.export,
+}
+"""`memtui export --format NAME`: the formats a plan can be written as."""
+SUFFIX = {
+    "deepspeed": ".json",
+    "accelerate": ".yaml",
+    "trainer-args": ".json",
+    "axolotl": ".yaml",
+    "torchtune": ".yaml",
+}
+_MAX_FILES = 16  # a config that names itself (or a cycle) stops here
+
+
+def export(plan: Plan, fmt: str) -> str:
+    """The plan as a `fmt` config (ConfigError when the plan's stack cannot be one)."""
+    return EXPORTS[fmt](plan)
+
+
+def format_for(plan: Plan) -> str | None:
+    """The format a plan's stack is launched with, for the dashboard's export key."""
+    return {
+        "deepspeed": "deepspeed",
+        "fsdp2": "accelerate",
+        "fsdp1": "accelerate",
+        "trainer": "trainer-args",
+        "torchtune": "torchtune",
+    }.get(plan.stack.value)
+
+
+def read_files(paths: Iterable[str], cwd: Path | None = None) -> Facts:
+    """Every file's facts (and those of the files they name), merged."""
+    cwd = cwd or Path.cwd()
+    reader = _Reader(cwd)
+    shown = []
+    for text in paths:
+        reader.file(Path(text).expanduser(), text, None)
+        shown.append(text)
+    return merge(reader.parts, " + ".join(shown))
+
+
+def read_launch(
+    launch: Launch,
+    env: Mapping[str, str] | None = None,
+    label: str | None = None,
+    builtin: Callable[[str], Path | None] | None = None,
+) -> Facts:
+    """The facts of a recognised command line: its launcher's options, its config files
+    (torchtune's built-in configs found by `builtin`), the script's Trainer arguments and,
+    given a worker's environment, what the launcher put there."""
+    reader = _Reader(launch.cwd)
+    reader.launch(launch, label or launch.label, env or {}, builtin)
+    return merge(reader.parts, label or launch.label)
+
+
+class _Reader:
+    """Reads files and launches into a list of facts, following the files they name."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.parts: list[Facts] = []
+        self.seen: set[Path] = set()
+
+    def file(
+        self,
+        path: Path,
+        shown: str,
+        kind: str | None,
+        overrides: Iterable[str] = (),
+        launcher: dict[str, Any] | None = None,
+    ) -> None:
+        resolved = (self.cwd / path if not path.is_absolute() else path).resolve()
+        if resolved in self.seen or len(self.seen) >= _MAX_FILES:
+            return
+        self.seen.add(resolved)
+        if not resolved.is_file():
+            what = "no such file" if not resolved.exists() else "not a file"
+            raise ConfigError(f"{shown}: {what}")
+        text = read_text(resolved, shown)
+        suffix = resolved.suffix.lower()
+        if suffix not in (".json", ".yaml", ".yml") and not text.lstrip().startswith("{"):
+            self.commands(text, shown)
+            return
+        data = parse_json(text, shown) if suffix == ".json" or text.lstrip().startswith(
+            "{") else parse_yaml(text, shown)  # fmt: skip
+        data = mapping(data, shown, "config")
+        if launcher:  # `accelerate launch` options override its config file
+            data = _overlay(data, launcher)
+        if overrides:
+            apply_overrides(data, overrides, Facts(shown))
+        doc = Document(resolved, shown, data, self.cwd)
+        module = FORMATS[kind] if kind else self.detect(doc)
+        facts = module.read(doc)
+        self.parts.append(facts)
+        for ref, where in list(facts.references):
+            if ref != resolved:
+                hint = "deepspeed" if "deepspeed" in where else None
+                self.file(ref, f"{ref.name} (from {where})", hint)
+
+    @staticmethod
+    def detect(doc: Document) -> ModuleType:
+        for module in FORMATS.values():
+            if module.detect(doc.data):
+                return module
+        keys = ", ".join(sorted(doc.data)[:8]) or "none"
+        raise ConfigError(
+            f"{doc.shown}: not a config memtui reads (DeepSpeed JSON, accelerate, "
+            f"TrainingArguments, axolotl, LLaMA-Factory or torchtune); its keys: {keys}"
+        )
+
+    def commands(self, text: str, shown: str) -> None:
+        """A shell script or a file holding a command line: its training launch."""
+        joined = text.replace("\\\n", " ")
+        for number, line in enumerate(joined.splitlines(), 1):
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError as err:
+                raise ConfigError(f"{shown}: line {number}: {err}") from None
+            env = {}
+            while tokens and "=" in tokens[0] and not tokens[0].startswith(("-", "=")):
+                key, _, value = tokens.pop(0).partition("=")
+                env[key] = value
+            if tokens[:1] == ["export"]:
+                continue
+            launch = recognise(tokens, self.cwd, env) if tokens else None
+            if launch is None and tokens and tokens[0].startswith("--"):
+                launch = Launch("python", tuple(tokens), self.cwd, None, (), tuple(tokens))
+            if launch is not None:
+                self.launch(launch, f"{shown}:{number}", env, None)
+                return
+        raise ConfigError(
+            f"{shown}: no training launch found (torchrun, accelerate launch, deepspeed, "
+            "tune run, axolotl train, llamafactory-cli train, or a script's --arguments)"
+        )
+
+    def launch(
+        self,
+        launch: Launch,
+        label: str,
+        env: Mapping[str, str],
+        builtin: Callable[[str], Path | None] | None,
+    ) -> None:
+        facts = Facts(label)
+        settings = {**environment_settings(env), **launch.launcher_settings}
+        for key, (value, where) in settings.items():
+            facts.state(key, value, where)
+        if launch.script and launch.script.endswith("_distributed"):
+            from memtui.estimator.choices import Strategy
+
+            facts.state("strategy", Strategy.fsdp, f"tune run {launch.script}")
+        elif launch.script and launch.script.endswith("_single_device"):
+            from memtui.estimator.choices import Strategy
+
+            facts.state("strategy", Strategy.ddp, f"tune run {launch.script}")
+        self.parts.append(facts)
+        accelerate_env = accelerate_yaml.environment_config(env)
+        if accelerate_env and not launch.accelerate_flags and not launch.configs:
+            doc = Document(self.cwd / "env", f"{label} environment", accelerate_env, self.cwd)
+            self.parts.append(accelerate_yaml.read(doc))
+        configs = list(launch.configs)
+        if launch.launcher == "accelerate launch" and not configs and launch.accelerate_flags:
+            flags = {"distributed_type": "MULTI_GPU", **launch.accelerate_flags}
+            doc = Document(self.cwd / "flags", f"{label} (accelerate launch flags)", flags,
+                           self.cwd)  # fmt: skip
+            self.parts.append(accelerate_yaml.read(doc))
+        for ref in configs:
+            self.config(ref, launch, builtin)
+        if launch.script_args and any(t.startswith("--") for t in launch.script_args):
+            args = Facts(f"{label} {launch.script or ''}".strip())
+            doc = Document(self.cwd / "argv", args.source, {}, self.cwd)
+            if not trainer_args.read_argv(args, list(launch.script_args), doc):
+                return
+            self.parts.append(args)
+            for path, where in args.references:
+                hint = "deepspeed" if "deepspeed" in where else None
+                if path.name and path != doc.path:
+                    self.file(path, f"{path.name} (from {where})", hint)
+
+    def config(
+        self, ref: ConfigRef, launch: Launch, builtin: Callable[[str], Path | None] | None
+    ) -> None:
+        path = ref.path
+        if ref.builtin is not None:
+            found = builtin(ref.builtin) if builtin else None
+            if found is None:
+                raise ConfigError(
+                    f"{ref.where} {ref.builtin}: a config torchtune ships, not found on this "
+                    "machine (copy it with `tune cp` and give the file)"
+                )
+            path = found
+        shown = f"{ref.builtin or _relative(path, self.cwd)} ({ref.where})"
+        flags = launch.accelerate_flags if ref.kind == "accelerate" else None
+        self.file(path, shown, ref.kind, launch.overrides, flags)
+
+
+def _relative(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _overlay(data: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    for key, value in flags.items():
+        if isinstance(value, dict):
+            out[key] = {**(out.get(key) or {}), **value}
+        else:
+            out[key] = value
+    return out
