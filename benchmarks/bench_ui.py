@@ -8,14 +8,23 @@ Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
    (120x40) and the clock stops when its first full frame reaches the terminal (memtui: the
    last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop:
-   its header). memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median
-   of --runs.
+   its header). Beside them the floor: the bare app that first imports pydantic, defines one
+   model and loads pynvml and psutil (what memtui's libraries cost before it does anything).
+   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
 2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
    stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
 3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
    --interval 1` side by side, each in its own pseudo-terminal against the same fake NVML;
    CPU time (user+sys, all threads, after a 5 s warm-up) and resident memory from /proc.
+   Beside them, idle, the floors: a bare Textual app, and one that also defines a pydantic
+   model and loads pynvml and psutil (what memtui cannot go under with its libraries).
+4. With --soak SECONDS: memtui alone for that long at --soak-interval, its GPUs' memory
+   swinging across the budget and up to the card's limit every poll (alerts firing) and a
+   refused key pressed every second; resident memory sampled every --soak-every seconds.
+   "Flat" is the growth between the first and the last third of the samples.
 
+memtui's bytecode is compiled first, as `pip install` does (a checkout run under
+PYTHONDONTWRITEBYTECODE=1 would otherwise compile every memtui module on every start).
 Figures, not assertions: the machines here are shared and noisy; compare the ratios.
 """
 
@@ -56,13 +65,46 @@ BARE_APP = (
 )
 
 
-def scenario() -> dict[str, object]:
-    """8 H100s at 60 GiB, 8 processes each (host PIDs invisible here, as in a container)."""
+FLOOR_APP = (
+    "import pynvml, psutil\n"
+    "from pydantic import BaseModel\n"
+    "class One(BaseModel):\n"
+    "    x: int\n"
+    "One(x=1)\n"
+) + BARE_APP
+
+
+def compile_bytecode() -> None:
+    """Compile memtui's modules to bytecode (into its __pycache__, which git ignores), as an
+    installed memtui has them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "memtui")], env=env, check=True
+    )
+
+
+def fake_node(prefix: str) -> tuple[FakeNvml, dict[str, str]]:
+    """memtui's bytecode compiled, and the fake libnvidia-ml serving `scenario()`: the fake
+    and the environment a program needs to load it (no call log: over a minute it grows
+    without bound; no user themes or nvitop settings in the way)."""
+    compile_bytecode()
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
+    fake.write(scenario())
+    env = fake.env()
+    env.pop("FAKE_NVML_CALLS", None)
+    env["XDG_CONFIG_HOME"] = str(work)
+    return fake, env
+
+
+def scenario(used: int = 60 * GiB) -> dict[str, object]:
+    """8 H100s at `used` bytes, 8 processes each (host PIDs invisible here, as in a
+    container)."""
     return {
         "gpus": [
             gpu(
                 i,
-                used=60 * GiB,
+                used=used,
                 util=(90, 40),
                 procs=[(10_000_000 + 100 * i + p, 7 * GiB) for p in range(PER_GPU)],
             )
@@ -147,6 +189,7 @@ def nvitop_argv() -> list[str] | None:
 def start_figures(env: dict[str, str], runs: int) -> dict[str, list[float]]:
     programs: dict[str, tuple[list[str], bytes]] = {
         "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame"),
+        "floor: + pydantic, pynvml...": ([sys.executable, "-c", FLOOR_APP], b"bare first frame"),
         "memtui (live, fake NVML)": (memtui_argv(), b"GPU 7"),
     }
     nvitop = nvitop_argv()
@@ -198,6 +241,7 @@ def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, f
     terms = {
         "memtui": Terminal(memtui_argv(), env),
         "bare Textual (idle, for scale)": Terminal([sys.executable, "-c", BARE_APP], env),
+        "floor: + pydantic, pynvml, psutil": Terminal([sys.executable, "-c", FLOOR_APP], env),
     }
     nvitop = nvitop_argv()
     if nvitop:
@@ -226,6 +270,35 @@ def watch_figures(env: dict[str, str], duration: float) -> dict[str, dict[str, f
     return out
 
 
+def soak_figures(
+    fake: FakeNvml, env: dict[str, str], duration: float, interval: float, every: float
+) -> list[tuple[float, float]]:
+    """(seconds, RSS MiB) of memtui watching for `duration` s at `interval`, its GPUs
+    swinging across the budget (46 GB) and to 97% of the card, a refused key ("-" at
+    micro-batch 1) pressed every second."""
+    swings = [40 * GiB, 60 * GiB, 78 * GiB]
+    term = Terminal([*memtui_argv()[:-1], f"{interval:g}"], env)
+    samples: list[tuple[float, float]] = []
+    started = time.monotonic()
+    next_sample = started + 5.0  # past start-up
+    step = 0
+    try:
+        while (now := time.monotonic()) < started + 5.0 + duration:
+            if term.proc.poll() is not None:
+                break
+            fake.write(scenario(swings[step % len(swings)]))
+            if step % max(1, round(1 / interval)) == 0:
+                os.write(term.master, b"-")
+            step += 1
+            if now >= next_sample:
+                samples.append((now - started, term.memory()[0] / 2**20))
+                next_sample += every
+            time.sleep(interval)
+    finally:
+        term.close()
+    return samples
+
+
 def _median_ms(values: list[float]) -> str:
     if not values:
         return "n/a (no frame seen)"
@@ -237,14 +310,11 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of watching (60)")
     parser.add_argument("--runs", type=int, default=5, help="start-up samples per program (5)")
     parser.add_argument("--presses", type=int, default=40, help="key presses timed (40)")
+    parser.add_argument("--soak", type=float, metavar="S", help="also: S seconds with alerts")
+    parser.add_argument("--soak-interval", type=float, default=1.0, help="soak poll interval")
+    parser.add_argument("--soak-every", type=float, default=10.0, help="soak RSS sample period")
     args = parser.parse_args()
-
-    work = Path(tempfile.mkdtemp(prefix="memtui-bench-ui-"))
-    fake = FakeNvml(build_fake_nvml("default", work / "build"), work)
-    fake.write(scenario())
-    env = fake.env()
-    env.pop("FAKE_NVML_CALLS", None)  # the call log grows without bound over a minute
-    env["XDG_CONFIG_HOME"] = str(work)  # no user themes or nvitop settings in the way
+    fake, env = fake_node("memtui-bench-ui-")
     print(f"memtui UI benchmark: {GPUS} GPUs x {PER_GPU} processes on the fake libnvidia-ml, "
           f"terminal {COLS}x{ROWS}, {os.cpu_count()} CPUs")  # fmt: skip
 
@@ -257,6 +327,10 @@ def main() -> int:
     if bare and mine:
         extra = statistics.median(mine) - statistics.median(bare)
         print(f"   memtui - bare Textual: {extra * 1000:+.0f} ms (target <= +250 ms)")
+    floor = starts.get("floor: + pydantic, pynvml...") or []
+    if floor and mine:
+        extra = statistics.median(mine) - statistics.median(floor)
+        print(f"   memtui - floor (Textual, pydantic, pynvml, psutil): {extra * 1000:+.0f} ms")
 
     print("\n2. key press (s: next strategy) to updated budget, headless Pilot")
     samples, baseline = asyncio.run(key_latency(args.presses))
@@ -284,6 +358,25 @@ def main() -> int:
     if isinstance(m, dict) and isinstance(n, dict) and n["cpu_s"] > 0 and n["rss_mib"] > 0:
         print(f"   memtui / nvitop: CPU {m['cpu_s'] / n['cpu_s']:.2f}x (target <= 1), "
               f"RSS {m['rss_mib'] / n['rss_mib']:.2f}x (target <= 1.5)")  # fmt: skip
+    floor = watch.get("floor: + pydantic, pynvml, psutil")
+    if isinstance(m, dict) and isinstance(floor, dict):
+        print(f"   memtui - floor: RSS {m['rss_mib'] - floor['rss_mib']:+.0f} MiB")
+
+    if args.soak:
+        print(f"\n4. soak: {args.soak:g} s at {1 / args.soak_interval:g} Hz, alerts firing, "
+              "a refused key every second")  # fmt: skip
+        samples = soak_figures(fake, env, args.soak, args.soak_interval, args.soak_every)
+        if len(samples) < 3:
+            print("   too few samples (memtui exited?)")
+            return 1
+        third = max(1, len(samples) // 3)
+        first = statistics.median(rss for _, rss in samples[:third])
+        last = statistics.median(rss for _, rss in samples[-third:])
+        span_min = (samples[-1][0] - samples[0][0]) / 60
+        print("   RSS MiB: " + " ".join(f"{rss:.0f}" for _, rss in samples))
+        print(f"   first third {first:.1f} MiB, last third {last:.1f} MiB: "
+              f"{last - first:+.1f} MiB over {span_min:.1f} min, "
+              f"max {max(rss for _, rss in samples):.1f} MiB")  # fmt: skip
     return 0
 
 

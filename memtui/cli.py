@@ -7,6 +7,7 @@ argparse rather than click/typer: it costs nothing to import, which keeps
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -45,15 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen subcommand; returns the exit code."""
-    parser = build_parser()
-    tokens = list(sys.argv[1:] if argv is None else argv)
-    if not tokens or (tokens[0].startswith("-") and tokens[0] not in _TOP_LEVEL_FLAGS):
-        tokens.insert(0, "dashboard")  # `memtui [dashboard flags]` is `memtui dashboard ...`
-    args = parser.parse_args(tokens)
+    # building the parser imports the estimator (pydantic and its models: objects that live
+    # as long as the process); the collector walked them some 60 times while they were made
+    gc.disable()
+    try:
+        parser = build_parser()
+        tokens = list(sys.argv[1:] if argv is None else argv)
+        if not tokens or (tokens[0].startswith("-") and tokens[0] not in _TOP_LEVEL_FLAGS):
+            tokens.insert(0, "dashboard")  # `memtui [dashboard flags]` is `memtui dashboard`
+        args = parser.parse_args(tokens)
+    finally:
+        gc.enable()
     try:
         return int(args.run(args))
     except UsageError as err:
-        print(f"memtui {args.command}: error: {err}", file=sys.stderr)
+        # the message may echo a path or a value from elsewhere: escaped, one line
+        from memtui.telemetry.text import printable
+
+        print(f"memtui {args.command}: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `memtui estimate --json | head`: the reader left; say nothing more.

@@ -51,8 +51,15 @@ def test_a_source_gives_up_on_terminal_states_and_a_file_on_any_failure(tmp_path
     live = SyntheticSource(1).info
     replay = ReplaySource(tmp_path / "t.jsonl").info
     assert live.kind is SourceKind.DEMO and replay.kind is SourceKind.REPLAY
-    assert not live.gives_up(SourceState.TIMEOUT) and live.gives_up(SourceState.ENDED)
-    assert replay.gives_up(SourceState.ERROR) and not replay.gives_up(SourceState.OK)
+
+    def poll(state: SourceState, recorded: bool = False) -> ClusterSnapshot:
+        return ClusterSnapshot(time=1.0, state=state, reason="why", recorded=recorded)
+
+    assert not live.gives_up(poll(SourceState.TIMEOUT)) and live.gives_up(poll(SourceState.ENDED))
+    assert replay.gives_up(poll(SourceState.ERROR)) and not replay.gives_up(poll(SourceState.OK))
+    # a failure the trace recorded is the recording machine's, not the replay's
+    assert not replay.gives_up(poll(SourceState.NO_LIBRARY, recorded=True))
+    assert poll(SourceState.ERROR, recorded=True).message == "recorded: why"
 
 
 def test_device_keys_tell_hosts_apart_and_history_keeps_them_apart() -> None:

@@ -458,6 +458,29 @@ def test_one_gpus_mig_discovery_error_marks_only_that_gpu(
     assert snap.devices[0].error is None
 
 
+def test_gpus_and_mig_devices_that_appear_after_start_are_shown(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    """A GPU hot-added (or back after a reset that renumbered it) and a MIG instance made
+    while memtui runs (`nvidia-smi mig -cgi`) appear within REDISCOVER_EVERY polls; the steady
+    poll in between stays the same, and the check costs one count a poll round plus one MIG
+    mode read per GPU."""
+    scenario = _mig_node()
+    scenario["gpus"][0]["mig"] = scenario["gpus"][0]["mig"][:1]  # one MIG instance so far
+    fake_nvml_in_process.write(scenario)
+    assert [d.label for d in source.poll().devices] == ["0", "0:0", "1"]
+    grown = _mig_node()
+    grown["gpus"].append(gpu(2, used=5 * GiB))
+    fake_nvml_in_process.write(grown)
+    fake_nvml_in_process.reset_calls()
+    labels = [[d.label for d in source.poll().devices] for _ in range(REDISCOVER_EVERY)]
+    assert labels[0] == ["0", "0:0", "1"]
+    assert labels[-1] == ["0", "0:0", "0:1", "1", "2"]
+    assert source.poll().devices[-1].memory_used == 5 * GiB
+    calls = fake_nvml_in_process.calls()
+    assert calls["nvmlDeviceGetCount_v2"] == 1 and calls["nvmlDeviceGetMigMode"] == 3
+
+
 def test_gpu_whose_handle_failed_at_init_is_rediscovered(
     fake_nvml_in_process: FakeNvml, source: NvmlSource
 ) -> None:

@@ -193,3 +193,49 @@ async def test_near_capacity_uses_warning_and_a_device_error_is_said(tmp_path: P
         assert words and all(s.color is not None for s in words)
         assert {s.color.triplet for s in words} == {warning.triplet}
         assert warning.triplet != error.triplet
+
+
+class _Hovering:
+    """A node whose GPUs swing across the budget on every poll (a job hovering at it)."""
+
+    name = "demo"
+
+    def __init__(self, plan: Any) -> None:
+        self.under = demo_source(plan, 0.9).poll()
+        self.over = demo_source(plan, 1.2).poll()
+        self.info = demo_source(plan).info
+        self.polls = 0
+
+    def poll(self) -> Any:
+        self.polls += 1
+        return self.over if self.polls % 2 else self.under
+
+    def close(self) -> None:
+        pass
+
+
+async def test_alerts_and_refused_keys_do_not_pile_up_notifications() -> None:
+    """Forty polls of GPUs swinging across the budget and twenty refused keys (micro-batch
+    already 1): one alert for the crossing, and one toast for the refused key while the last
+    is on screen (TOAST_S), not one each time (toasts piled up 21 -> 86 in 30 s, memory with
+    them)."""
+    import time
+
+    from memtui.ui.alerts import TOAST_S
+
+    plan = llama_plan()
+    source = _Hovering(plan)
+    app = make_app(plan, source, interval=0.05)
+    seen = _record_notifications(app)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 40, steps=2000)
+        started = time.monotonic()
+        for _ in range(20):
+            await pilot.press("minus")
+        pressing = time.monotonic() - started
+        assert screen.plan.micro_batch == 1
+        alerts = [m for m in seen if "OVER BUDGET" in m]
+        refused = [m for m in seen if "micro" in m.lower()]
+        assert len(alerts) == 1, seen
+        assert 1 <= len(refused) <= 1 + pressing / TOAST_S, (len(refused), pressing)

@@ -82,6 +82,23 @@ def test_fit_plan_has_nothing_to_fit_without_sized_whole_gpus() -> None:
     assert fit_plan(llama_plan(), _one_node(mig), {"gpus"}) is None
 
 
+def test_fit_plan_counts_a_gpu_lost_at_start_and_sizes_to_real_gpu_memory() -> None:
+    """A GPU lost at start-up is still one of the node's GPUs; a GPU whose memory NVML cannot
+    read (host-memory fallback: the host's RAM, not a card) does not size the plan, unless
+    every GPU is one (a unified-memory part, where the host's memory is the GPU's)."""
+    lost = _gpu(3, None, total=None, lost=True, error="GPU is lost")
+    host_ram = _gpu(4, GiB, total=25 * GiB, host_memory_fallback=True, name="GB10")
+    gpus = [_gpu(i, GiB, name="NVIDIA H100 80GB HBM3") for i in range(3)]
+    fitted = fit_plan(llama_plan(), _one_node(*gpus, lost, host_ram), {"gpus", "memory"})
+    assert fitted is not None
+    hw = fitted.hardware
+    assert (hw.gpus_per_node, hw.gpu_memory, hw.gpu_name) == (5, TOTAL, "NVIDIA H100 80GB HBM3")
+    unified = _one_node(host_ram, host_ram.model_copy(update={"index": 5}))
+    fitted = fit_plan(llama_plan(), unified, {"gpus", "memory"})
+    assert fitted is not None
+    assert (fitted.hardware.gpus_per_node, fitted.hardware.gpu_memory) == (2, 25 * GiB)
+
+
 def test_fit_plan_refuses_an_invalid_plan() -> None:
     many = _one_node(*(_gpu(i, GiB) for i in range(1025)))  # a "node" past Hardware's limit
     with pytest.raises(ValueError):

@@ -175,6 +175,46 @@ async def test_model_picker_survives_a_300_character_entry_and_takes_a_bare_coun
         assert screen.plan.model.parameters == 13_000_000_000
 
 
+async def test_a_model_loaded_after_escape_does_not_pop_the_dashboard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Enter then escape typed fast: escape closes the picker, then the load's answer arrives
+    from its thread and closed "its" screen again, which was the dashboard: a blank, dead
+    screen (5 runs in 9 of fast random keys). Here the answer is handed to the picker right
+    after escape, as the worker does: the dashboard stays, unchanged, and answers keys."""
+    import threading
+
+    from memtui.estimator import model_source
+
+    loading, release = threading.Event(), threading.Event()
+    real = model_source.load_model
+
+    def slow(ref: str) -> object:
+        loading.set()
+        release.wait(10)
+        return real(ref)
+
+    monkeypatch.setattr(model_source, "load_model", slow)
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("slash")
+        await pilot.pause()
+        picker = app.screen
+        picker.query_one(Input).value = "13B"
+        await pilot.press("enter")
+        await wait_for(pilot, loading.is_set)  # the load has begun, in its thread
+        await pilot.press("escape")
+        assert app.screen is screen
+        picker._loaded(real("13B"))  # type: ignore[attr-defined]  # the worker's late answer
+        release.set()
+        await pilot.pause(0.2)
+        assert app.screen is screen and app.is_running
+        assert screen.plan.model == llama_plan().model  # escape won: nothing was picked
+        await pilot.press("s")
+        assert screen.plan.strategy is not llama_plan().strategy
+
+
 async def test_picking_a_model_the_lora_targets_miss_keeps_the_plan() -> None:
     plan = llama_plan().model_copy(
         update={"method": Method.lora, "lora_targets": ("q_proj", "v_proj")}
@@ -397,6 +437,52 @@ def test_a_saved_plan_gets_the_umask_mode_not_0600(tmp_path: Path) -> None:
         assert path.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old)
+
+
+def test_saving_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path: Path) -> None:
+    target = tmp_path / "real" / "plan.toml"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "plan.toml"
+    link.symlink_to(target)
+    written = save_plan(llama_plan(), link)
+    assert link.is_symlink() and link.resolve() == target
+    assert load_plan(target) == load_plan(link) and written == target
+    dangling = tmp_path / "new.toml"
+    dangling.symlink_to(tmp_path / "real" / "new-target.toml")
+    save_plan(llama_plan(), dangling)  # a link to a path not made yet: made, through the link
+    assert dangling.is_symlink() and (tmp_path / "real" / "new-target.toml").is_file()
+
+
+def test_saving_onto_a_device_pipe_or_folder_is_refused(tmp_path: Path) -> None:
+    """`--save /dev/full` as root replaced the device with a text file: anything but a
+    regular file (or a path not made yet) is refused, through a link or not, and left as
+    it was."""
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    to_null = tmp_path / "null.toml"
+    to_null.symlink_to(os.devnull)
+    for path in (fifo, to_null, tmp_path):
+        with pytest.raises(OSError, match="not a regular file"):
+            save_plan(llama_plan(), path)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and to_null.is_symlink()
+    assert stat.S_ISCHR(Path(os.devnull).stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null.toml", "pipe"]  # no temp left
+
+
+async def test_the_save_key_says_why_a_path_cannot_take_the_plan(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    app = make_app(llama_plan(), save_path=fifo)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("w")
+        await wait_for(pilot, lambda: "not a regular file" in text_of(app))
+        assert "saved" not in text_of(app)
 
 
 def test_save_flag_and_its_defaults(tmp_path: Path) -> None:

@@ -163,6 +163,38 @@ async def test_a_replay_holding_no_snapshots_says_why_on_the_status_line(
         assert not _device_rows(app)
 
 
+async def test_a_replayed_failure_is_said_as_recorded_and_the_replay_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A trace that recorded "no NVIDIA driver" on the machine that made it: the dashboard
+    says so as recorded, without that machine's remedy, stays live (not plan-only) and plays
+    the next line."""
+    plan = llama_plan()
+    good = demo_source(plan).poll()
+    gone = failed_snapshot(
+        SourceState.NO_LIBRARY,
+        NO_DRIVER,
+        "install the NVIDIA driver or run on a GPU node",
+        time=FROZEN_NOW + 1,
+        source="nvml",
+    )
+    trace = write_trace(tmp_path / "run.jsonl", [good, gone, good])
+    source = ReplaySource(trace, speed=None)
+    app = make_app(plan, source, interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.polls >= 1)
+        await pilot.press("r")  # the next line: the recorded failure
+        await wait_for(pilot, lambda: screen.polls >= 2)
+        await pilot.pause()
+        shown = _flat(region_text(app, app.screen.query_one(StatusLine)))
+        assert f"recorded: {NO_DRIVER}" in shown and "install the NVIDIA driver" not in shown
+        assert screen.source is source and screen.plan_only_reason is None
+        await pilot.press("r")  # and the replay plays on
+        await wait_for(pilot, lambda: screen.polls >= 3)
+        assert screen.snapshot is not None and screen.snapshot.ok
+
+
 # -- the live timer after a TIMEOUT -----------------------------------------------------
 
 

@@ -87,7 +87,8 @@ def test_source_failures_exit_1_with_reason_and_remedy(
     fake_nvml.write({**node(2), "errors": {"nvmlInitWithFlags": code}})
     out = watch("--once", env=fake_nvml.env())
     assert out.returncode == 1
-    assert line in out.stdout and len(out.stdout.strip().splitlines()) == 1
+    assert line in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert out.stdout == ""
 
 
 def test_lost_gpu_shows_lost_while_others_show_memory(fake_nvml: FakeNvml) -> None:
@@ -141,7 +142,7 @@ def test_only_by_uuid_and_no_match(fake_nvml: FakeNvml) -> None:
     assert out.returncode == 0, out.stderr
     assert [d["index"] for d in json.loads(out.stdout)["devices"]] == [2]
     miss = watch("--once", "--only", "9", env=fake_nvml.env())
-    assert miss.returncode == 2 and "no GPU matches --only 9" in miss.stdout
+    assert miss.returncode == 2 and "no GPU matches --only 9" in miss.stderr
 
 
 def test_record_then_replay(fake_nvml: FakeNvml, tmp_path: Path) -> None:
@@ -200,7 +201,7 @@ def test_hung_poll_and_hung_shutdown_do_not_hang_exit(fake_nvml: FakeNvml) -> No
     out = watch("--once", "--timeout", "1", env=fake_nvml.env(), timeout=30)
     assert time.monotonic() - started < 30
     assert out.returncode == 1, out.stderr
-    assert "NVML is not answering" in out.stdout
+    assert "NVML is not answering" in out.stderr
     assert "Traceback" not in out.stderr
     assert fake_nvml.calls()["nvmlShutdown"] == 0  # never entered while the poll was stuck
 
@@ -221,8 +222,9 @@ def test_replay_of_binary_empty_or_unrelated_file_is_one_line_exit_1(
     out = watch("--replay", str(trace), *flags, timeout=30)
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert len(lines) == 1 and "holds no memtui snapshots" in lines[0], out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds no memtui snapshots" in lines[0], out.stderr
+    assert out.stdout == ""
 
 
 def test_only_ambiguous_prefix_is_a_usage_error_and_mig_uuid_selects(fake_nvml: FakeNvml) -> None:
@@ -235,7 +237,7 @@ def test_only_ambiguous_prefix_is_a_usage_error_and_mig_uuid_selects(fake_nvml: 
         }
     )
     out = watch("--once", "--only", "GPU-", env=fake_nvml.env())
-    assert out.returncode == 2 and "--only GPU- is ambiguous" in out.stdout, out.stdout
+    assert out.returncode == 2 and "--only GPU- is ambiguous" in out.stderr, out.stderr
     mig = watch("--once", "--json", "--only", "MIG-bbbb", env=fake_nvml.env())
     assert mig.returncode == 0, mig.stderr
     assert [d["uuid"] for d in json.loads(mig.stdout)["devices"]] == ["MIG-bbbb"]
@@ -319,7 +321,7 @@ def test_once_timeout_does_not_promise_a_retry(fake_nvml: FakeNvml) -> None:
     fake_nvml.write({**node(1), "hang": ["nvmlInitWithFlags"]})
     out = watch("--once", "--timeout", "0.5", env=fake_nvml.env(), timeout=60)
     assert out.returncode == 1
-    assert "NVML is not answering" in out.stdout and "retrying" not in out.stdout
+    assert "NVML is not answering" in out.stderr and "retrying" not in out.stderr
     js = watch("--once", "--json", "--timeout", "0.5", env=fake_nvml.env(), timeout=60)
     assert json.loads(js.stdout)["hostname"]  # a failed snapshot still says which node
 

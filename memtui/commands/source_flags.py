@@ -8,8 +8,14 @@ flags' values go whole to `memtui.telemetry.open_source`, which reads them by na
 from __future__ import annotations
 
 import argparse
+import math
 
 from memtui.errors import UsageError
+
+#: What a timing flag may say, in seconds: from 10 ms (a tighter loop only burns CPU: NaN
+#: polled some 700 times a second) to a day (sleeps and thread waits overflow long before
+#: infinity).
+MIN_SECONDS, MAX_SECONDS = 0.01, 86400.0
 
 #: Flags that only mean something with `--prometheus`.
 _PROMETHEUS_ONLY = (
@@ -71,17 +77,22 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_seconds(flag: str, value: float | None) -> None:
+    """A timing flag's value is a number of seconds within reason, else a usage error."""
+    if value is not None and not (math.isfinite(value) and MIN_SECONDS <= value <= MAX_SECONDS):
+        raise UsageError(
+            f"{flag} must be a number of seconds from {MIN_SECONDS:g} to {MAX_SECONDS:g}, "
+            f"not {value}"
+        )
+
+
 def check_source_arguments(args: argparse.Namespace) -> None:
     """Usage errors in the source flags, one line each (exit code 2)."""
-    if args.interval <= 0:
-        raise UsageError(f"--interval must be positive, not {args.interval}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, not {args.timeout}")
+    check_seconds("--interval", args.interval)
+    check_seconds("--timeout", args.timeout)
     if not args.prometheus:
         given = [name for name in _PROMETHEUS_ONLY if getattr(args, name, None) is not None]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag} needs --prometheus URL")
-    stale = getattr(args, "stale_after", None)
-    if stale is not None and stale <= 0:
-        raise UsageError(f"--stale-after must be positive, not {stale}")
+    check_seconds("--stale-after", getattr(args, "stale_after", None))

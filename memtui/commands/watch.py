@@ -25,6 +25,8 @@ The top level imports only argparse: telemetry, psutil, pynvml and rich load in 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -135,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
     from memtui.telemetry import Recorder, SourceState, as_cluster, parse_only
 
     check_source_arguments(args)
-    if args.speed < 0:
-        raise UsageError(f"--speed must be 0 (one line per poll) or positive, not {args.speed}")
+    if not (math.isfinite(args.speed) and args.speed >= 0):
+        raise UsageError(
+            f"--speed must be 0 (one line per poll) or a positive number, not {args.speed}"
+        )
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be at least 1, not {args.count}")
     only = parse_only(args.only)
@@ -164,26 +168,34 @@ def run(args: argparse.Namespace) -> int:
                 except OSError as err:
                     # disk full, file system gone: a trace with a hole is worse than a clean
                     # stop, and the lines already written stay readable
-                    print(
-                        f"memtui watch: cannot write trace {args.record}: "
-                        f"{err.strerror or err}; stopped",
-                        file=sys.stderr,
-                    )
+                    _error(f"cannot write trace {args.record}: {err.strerror or err}; stopped")
                     return 1
+            done = args.once or (args.count is not None and polls >= args.count)
+            # no driver here, a replay that ended, or a trace file that cannot be read: nothing
+            # will change by waiting
+            stop = done or source.info.gives_up(snapshot)
+            if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
+                # --only matched nothing: a usage error, said once on stderr
+                _error(snapshot.message)
+                return 2
+            # the run ends on this failure: its one line goes to stderr (and not the table)
+            failed = stop and _exit_code(snapshot) != 0
             if args.json and not args.attach:
                 print(snapshot.dump_json(indent=2 if args.once else None), flush=True)
-            elif not args.json:
-                _print_table(snapshot, clear=not args.once and polls > 1, retry_s=retry_s)
+            elif not args.json and not (failed and not snapshot.devices):
+                _print_table(
+                    snapshot,
+                    clear=not args.once and polls > 1,
+                    retry_s=retry_s,
+                    say_failure=not failed,
+                )
             if args.attach:
                 from memtui.commands.attach_text import print_attach
 
                 print_attach(snapshot, args.json)
-            if only and snapshot.state is SourceState.ERROR and not snapshot.devices:
-                return 2  # --only matched nothing: a usage error, say it once and stop
-            done = args.once or (args.count is not None and polls >= args.count)
-            # no driver here, a replay that ended, or a trace file that cannot be read: nothing
-            # will change by waiting
-            if done or source.info.gives_up(snapshot.state):
+            if failed:
+                _error(snapshot.message)
+            if stop:
                 break
             time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     except KeyboardInterrupt:
@@ -193,14 +205,21 @@ def run(args: argparse.Namespace) -> int:
             recorder.close()
         if source is not None:
             source.close()
-    return _exit_code(snapshot.state if snapshot is not None else SourceState.OK)
+    return _exit_code(snapshot) if snapshot is not None else 0
 
 
-def _exit_code(state: Any) -> int:
-    from memtui.telemetry import SourceState
+def _exit_code(snapshot: ClusterSnapshot) -> int:
+    # no driver here, a replay that ended, or a failure a trace recorded is not a failure
+    # of this run: nothing was left unread
+    state = snapshot.state
+    return 0 if snapshot.ok or state.terminal or snapshot.recorded else 1
 
-    # no driver here, or a replay that ended, is not a failure: nothing was left unread
-    return 0 if state is SourceState.OK or state.terminal else 1
+
+def _error(message: str | None) -> None:
+    """The one line an error gets, on stderr (external text escaped)."""
+    from memtui.telemetry.text import printable
+
+    print(f"memtui watch: {printable(message or 'failed')}", file=sys.stderr, flush=True)
 
 
 def format_bytes(value: int | None) -> str:
@@ -234,16 +253,48 @@ def _text(value: str) -> Text:
     return Text(printable(value))
 
 
-def _print_table(snapshot: ClusterSnapshot, *, clear: bool, retry_s: float | None = None) -> None:
+@functools.cache
+def _console_class() -> Any:
     from rich.console import Console
+
+    class PipeConsole(Console):
+        """Rich's console, but a reader that leaves (`memtui watch --once | head -2`) ends
+        the run quietly with exit code 0 (the CLI's BrokenPipeError handling), not with
+        Rich's SystemExit(1)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return PipeConsole
+
+
+def _stamp(seconds: float) -> str:
+    """A snapshot's time as local date and time; one past what the clock can show (a
+    hostile trace's 1e20) as the bare number."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+    except (OverflowError, OSError, ValueError):
+        return f"time {seconds:g}"
+
+
+def _print_table(
+    snapshot: ClusterSnapshot,
+    *,
+    clear: bool,
+    retry_s: float | None = None,
+    say_failure: bool = True,
+) -> None:
+    """The snapshot as tables on stdout; `say_failure`: its failure line too (False when the
+    caller says it on stderr)."""
     from rich.table import Table
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = _console_class()(highlight=False, width=None if sys.stdout.isatty() else 120)
     if clear and console.is_terminal:
         console.clear()
     # a cluster source (Prometheus, a cluster trace): a host column, hosts in the header
     node = snapshot.as_node()
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time))
+    stamp = _stamp(snapshot.time)
     if node is not None:
         parts = [node.hostname or "", stamp, f"source {snapshot.source}"]
         if node.driver_version:
@@ -255,7 +306,7 @@ def _print_table(snapshot: ClusterSnapshot, *, clear: bool, retry_s: float | Non
         gpus = len(snapshot.devices)
         parts = [stamp, f"source {snapshot.source}", f"{hosts} host{'s' * (hosts != 1)}",
                  f"{gpus} GPU{'s' * (gpus != 1)}"]  # fmt: skip
-    if not snapshot.ok:
+    if not snapshot.ok and say_failure:
         # one clear line: what is wrong and the usual remedy (e.g. no NVIDIA driver here)
         line = f"memtui watch: {snapshot.message}"
         if retry_s is not None and not snapshot.state.terminal:

@@ -2,12 +2,17 @@
 
 A temporary file in the same folder, fsynced, then `os.replace`: a crash mid-write never
 leaves half a file. The file gets the mode a plain `open()` would give it (0666 less the
-umask; an existing file keeps its own), not mkstemp's 0600.
+umask; an existing file keeps its own), not mkstemp's 0600. A symlink is followed: its target
+is written and the link stays (replacing the link left the target as it was while the screen
+said "saved"). Only a regular file or a path not made yet is written: a device, a pipe or a
+folder is refused (`--save /dev/full` as root replaced the device with a text file).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -35,8 +40,15 @@ def _umask() -> int:
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` to `path` atomically (creating its folder); returns the path written."""
-    target = Path(path).expanduser()
+    """Write `text` to `path` atomically (creating its folder); returns the path written (a
+    symlink's target). Raises OSError for a path that is not a regular file."""
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        kind = target.stat().st_mode
+    except FileNotFoundError:
+        kind = None  # a new file
+    if kind is not None and not stat.S_ISREG(kind):
+        raise OSError(errno.EINVAL, "not a regular file, left as it is", str(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

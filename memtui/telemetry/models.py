@@ -16,14 +16,20 @@ import functools
 import socket
 from collections.abc import Iterator
 from enum import Enum
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 #: Version of a trace line holding one node (what single-node sources write).
 TRACE_FORMAT = 1
 #: Version of a trace line holding a cluster (`nodes`), what many-host sources write.
 CLUSTER_TRACE_FORMAT = 2
+
+
+#: A size in bytes as NVML gives it (an unsigned 64-bit count). A trace line with a size out
+#: of that range, or a time that is not a finite number, is not a snapshot: readers skip it
+#: rather than draw a bar of 10^400 bytes or format the time NaN.
+Bytes = Annotated[int, Field(ge=0, lt=2**64)]
 
 
 class SourceState(str, Enum):
@@ -55,7 +61,7 @@ class ProcessSnapshot(_Frozen):
 
     pid: int
     """Host PID as NVML reports it (not the PID inside a container's namespace)."""
-    used_bytes: int | None = None
+    used_bytes: Bytes | None = None
     """GPU memory of this process; None when NVML says "not available" (e.g. MIG, WDDM)."""
     name: str | None = None
     """Process name from psutil; None when the PID is not visible here."""
@@ -87,13 +93,13 @@ class DeviceSnapshot(_Frozen):
     """GPU-... or MIG-... UUID: the stable way to match CUDA devices."""
     name: str | None = None
     """Product name, e.g. "NVIDIA H100 80GB HBM3"."""
-    memory_total: int | None = None
+    memory_total: Bytes | None = None
     """Bytes (memory.total)."""
-    memory_used: int | None = None
+    memory_used: Bytes | None = None
     """Bytes (memory.used); with memory info v2 this excludes `memory_reserved`."""
-    memory_free: int | None = None
+    memory_free: Bytes | None = None
     """Bytes (memory.free)."""
-    memory_reserved: int | None = None
+    memory_reserved: Bytes | None = None
     """Bytes the driver reserves (memory.reserved); None with memory info v1 (old drivers),
     where `memory_used` includes it."""
     utilization_gpu: int | None = None
@@ -111,7 +117,7 @@ class DeviceSnapshot(_Frozen):
     """Compute processes; None when the list could not be read (see `processes_note`)."""
     processes_note: str | None = None
     """Why the list is empty or partial, e.g. processes in another PID namespace."""
-    memory_peak: int | None = None
+    memory_peak: Bytes | None = None
     """Bytes: the highest `memory_used` since the job began, when the source knows it
     (Prometheus `max_over_time`); None otherwise (the dashboard keeps its own peak)."""
     workload: str | None = None
@@ -141,7 +147,7 @@ class NodeSnapshot(_Frozen):
 
     format: int = TRACE_FORMAT
     """JSONL trace format version."""
-    time: float
+    time: FiniteFloat
     """Unix time of the poll in seconds (a replay keeps the recorded time)."""
     hostname: str | None = None
     source: str = "nvml"
@@ -156,7 +162,7 @@ class NodeSnapshot(_Frozen):
     cuda_version: str | None = None
     """Highest CUDA version the driver supports, e.g. "12.4"."""
     devices: tuple[DeviceSnapshot, ...] = Field(default_factory=tuple)
-    poll_seconds: float | None = None
+    poll_seconds: FiniteFloat | None = None
     """Wall time the poll took; None for sources that do not measure it."""
 
     @property
@@ -194,7 +200,7 @@ class ClusterSnapshot(_Frozen):
 
     format: int = CLUSTER_TRACE_FORMAT
     """JSONL trace format version (2 for a cluster line)."""
-    time: float
+    time: FiniteFloat
     """Unix time of the poll in seconds."""
     source: str = "nvml"
     """The source's label: "nvml", "replay:<file>", "demo", "prometheus:<url>"."""
@@ -204,10 +210,14 @@ class ClusterSnapshot(_Frozen):
     remedy: str | None = None
     """The usual fix for `reason`, one line."""
     nodes: tuple[NodeSnapshot, ...] = Field(default_factory=tuple)
-    poll_seconds: float | None = None
+    poll_seconds: FiniteFloat | None = None
     """Wall time the poll took; None for sources that do not measure it."""
     single_node: bool = Field(False, exclude=True)
     """Written as its one node (trace format 1): what a single-node source answers."""
+    recorded: bool = Field(False, exclude=True)
+    """The state was read from a trace (a replay): it says how the machine that recorded it
+    was then, not how this source is now, so it is shown as recorded, without its remedy,
+    and never stops the replay."""
 
     @classmethod
     def of_node(cls, node: NodeSnapshot) -> ClusterSnapshot:
@@ -244,7 +254,10 @@ class ClusterSnapshot(_Frozen):
 
     @property
     def message(self) -> str | None:
-        """`reason` and `remedy` as one line, for a status bar; None when OK."""
+        """`reason` and `remedy` as one line, for a status bar; None when OK. A recorded
+        failure is said as recorded, without the remedy meant for the machine that had it."""
+        if self.recorded and self.reason is not None:
+            return f"recorded: {self.reason}"
         return _one_message(self.reason, self.remedy)
 
     def as_node(self) -> NodeSnapshot | None:

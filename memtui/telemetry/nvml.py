@@ -54,8 +54,11 @@ NVML_INFO = SourceInfo(
     "check `nvidia-smi`; a hung driver may need `nvidia-smi -r` or a reboot",
 )
 
-#: A GPU whose discovery failed (its handle, MIG mode or MIG layout) is discovered again every
-#: this many polls, so a GPU that comes back (reset, driver hiccup) reappears by itself.
+#: Every this many polls discovery looks again: a GPU whose discovery failed (its handle, MIG
+#: mode or MIG layout) is discovered again, so one that comes back (reset, driver hiccup)
+#: reappears by itself; GPUs added since (the device count grew) and the MIG devices of GPUs
+#: in MIG mode (instances made or destroyed while memtui runs) are found. It costs one count
+#: and one MIG mode read per GPU, every this many polls.
 REDISCOVER_EVERY = 10
 
 # NVML return codes (nvml.h); spelled out so this module's top level never imports pynvml.
@@ -189,6 +192,7 @@ class NvmlSource:
         self._nvml: Any = None
         self._gpus: dict[int, list[_Device]] = {}  # selected devices per GPU, NVML order
         self._found: dict[int, list[tuple[str, str | None]]] = {}  # (label, uuid), all devices
+        self._whole: dict[int, _Device] = {}  # each GPU itself, selected by --only or not
         self._retry: set[int] = set()  # GPUs whose discovery failed: discovered again later
         self._polls = 0
         self._driver: str | None = None
@@ -236,15 +240,38 @@ class NvmlSource:
                 raise
             cuda = self._optional(nv.nvmlSystemGetCudaDriverVersion)
         self._cuda = f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None
-        self._gpus, self._found, self._retry = {}, {}, set()
+        self._gpus, self._found, self._whole, self._retry = {}, {}, {}, set()
         for index in range(nv.nvmlDeviceGetCount()):
             self._discover_gpu(index)
+
+    def _rediscover(self) -> None:
+        """Look again (every REDISCOVER_EVERY polls): GPUs that failed, GPUs added since, and
+        the MIG devices of every GPU in MIG mode (or newly in it)."""
+        nv = self._nvml
+        count = nv.nvmlDeviceGetCount()
+        for index in [i for i in self._found if i >= count]:  # gone from the bus
+            del self._found[index], self._gpus[index], self._whole[index]
+            self._retry.discard(index)
+        for index in range(count):
+            gpu = self._whole.get(index)
+            if gpu is None or index in self._retry or gpu.mig_enabled or self._mig_on(gpu):
+                self._discover_gpu(index)  # new, failed before, or its MIG devices may differ
+
+    def _mig_on(self, gpu: _Device) -> bool:
+        """Whether `gpu` is in MIG mode now (False when that cannot be read)."""
+        nv = self._nvml
+        try:
+            return bool(nv.nvmlDeviceGetMigMode(gpu.handle)[0] == 1)
+        except nv.NVMLError as err:
+            self._raise_if_source_level(err)
+            return False
 
     def _discover_gpu(self, index: int) -> None:
         """Discover one GPU and its MIG devices; a failure marks that GPU only (and retries)."""
         found = self._probe_gpu(index)
         gpu, children = found[0], found[1:]
         self._found[index] = [(d.label, d.uuid) for d in found]
+        self._whole[index] = gpu
         if gpu.retry:
             self._retry.add(index)
         else:
@@ -330,7 +357,7 @@ class NvmlSource:
 
     def _shutdown(self) -> None:
         self._initialized = False
-        self._gpus, self._found, self._retry = {}, {}, set()
+        self._gpus, self._found, self._whole, self._retry = {}, {}, {}, set()
         # shutting down a broken library: nothing useful is left to report
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
@@ -347,9 +374,8 @@ class NvmlSource:
         nv = self._nvml
         self._polls += 1
         try:
-            if self._retry and self._polls % REDISCOVER_EVERY == 0:
-                for index in sorted(self._retry):
-                    self._discover_gpu(index)
+            if self._polls % REDISCOVER_EVERY == 0:
+                self._rediscover()
             ambiguous = ambiguous_only_update(
                 self.only, [pair for pairs in self._found.values() for pair in pairs]
             )

@@ -605,6 +605,7 @@ def _device(gpu: _Gpu) -> DeviceSnapshot:
     else:
         # DCGM's framebuffer splits into used, free and reserved (as NVML's memory v2 does)
         total = None if used is None or free is None else used + free + (reserved or 0)
+        total = total if total is None or total < 2**64 else None
     return DeviceSnapshot(
         index=gpu.index,
         mig_index=gpu.mig_index,
@@ -632,7 +633,10 @@ def _number(value: Any) -> float | None:
 
 
 def _bytes(mib: float | None) -> int | None:
-    return None if mib is None else round(mib * MiB)
+    """MiB as bytes; None for a value no GPU can hold (negative, or past 2^64 bytes)."""
+    if mib is None or not 0 <= mib * MiB < 2**64:
+        return None
+    return round(mib * MiB)
 
 
 def _json(payload: bytes) -> dict[str, Any] | None:

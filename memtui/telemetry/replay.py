@@ -4,10 +4,11 @@ A trace line is a node (format 1) or a cluster (format 2); either replays as a
 `ClusterSnapshot`. At `speed=1` a poll returns the snapshot that was current at the same
 offset into the recording; `speed=10` plays ten times faster; `speed=None` steps one line
 per poll (tests, benchmarks). Snapshots keep their recorded `time`; `source` becomes
-"replay:<file name>". At the end the last snapshot is repeated with state ENDED, or the
-trace restarts if `loop`; a file without a single readable snapshot (empty, binary,
-unrelated) answers state ERROR. The trace is read lazily, so hours of recording cost no
-memory up front.
+"replay:<file name>"; a recorded failure is marked `recorded` (how the recording machine was
+then: shown as such, and the replay goes on past it). At the end the last snapshot is
+repeated with state ENDED, or the trace restarts if `loop`; a file without a single readable
+snapshot (empty, binary, unrelated) answers state ERROR. The trace is read lazily, so hours
+of recording cost no memory up front.
 """
 
 from __future__ import annotations
@@ -106,7 +107,10 @@ class ReplaySource:
             snapshot = self._current.model_copy(
                 update={"state": SourceState.ENDED, "reason": "end of replay", "remedy": None}
             )
-        return select_in_cluster(snapshot.model_copy(update={"source": self.name}), self.only)
+        shown = select_in_cluster(snapshot.model_copy(update={"source": self.name}), self.only)
+        if not self._ended and not snapshot.ok and shown.state is snapshot.state:
+            shown = shown.model_copy(update={"recorded": True})  # data, not our health
+        return shown
 
     def _failed(self, reason: str, remedy: str) -> ClusterSnapshot:
         # a node-shaped failure, as before traces held clusters (`watch --json` prints it so)

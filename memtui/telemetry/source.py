@@ -56,9 +56,13 @@ class SourceInfo:
     cluster: bool = False
     """It reports many hosts (its failures leave no node to blame)."""
 
-    def gives_up(self, state: SourceState) -> bool:
-        """Whether polling again after a snapshot in `state` is pointless: the state is
-        terminal, or the source is not live and failed."""
+    def gives_up(self, snapshot: ClusterSnapshot) -> bool:
+        """Whether polling again after `snapshot` is pointless: its state is terminal, or the
+        source is not live and failed. A failure recorded in a trace is data, not the
+        replay's own: the replay goes on."""
+        if snapshot.recorded:
+            return False
+        state = snapshot.state
         return state.terminal or (not self.live and state is not SourceState.OK)
 
 

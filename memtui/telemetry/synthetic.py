@@ -25,6 +25,8 @@ H100_80GB_TOTAL_BYTES = 81559 * MiB
 _CONTEXT_BYTES = 600 * MiB  # a CUDA context plus cuBLAS workspace, before any tensor
 _RESERVED_BYTES = 512 * MiB  # what the driver reserves (memory.reserved)
 _FIRST_PID = 41000
+#: GPUs a synthetic node may have: more than any real node (100,000 never finished a poll).
+MAX_GPUS = 64
 
 #: What the demo source is: never silent (no I/O), so `silent` is never said.
 DEMO_INFO = SourceInfo(
@@ -60,8 +62,8 @@ class SyntheticSource:
         excursion_s: float = 8.0,
         only: Sequence[str] = (),
     ) -> None:
-        if gpus < 1:
-            raise ValueError("a synthetic node needs at least one GPU")
+        if not 1 <= gpus <= MAX_GPUS:
+            raise ValueError(f"a synthetic node has 1 to {MAX_GPUS} GPUs, not {gpus}")
         if total_bytes <= _CONTEXT_BYTES + _RESERVED_BYTES:
             raise ValueError(f"total_bytes={total_bytes} is too small for a GPU")
         self.gpus = gpus

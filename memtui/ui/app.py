@@ -13,9 +13,11 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
+from memtui.telemetry.text import printable
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
@@ -76,6 +78,26 @@ class MemtuiApp(App[None]):
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
         if keymap:
             self.set_keymap(dict(keymap))
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification as plain text, controls escaped: they carry hostnames, GPU
+        errors, paths and theme files from elsewhere (`[bold]` in one was Rich markup, an
+        escape sequence reached the terminal). `markup` is accepted and ignored."""
+        super().notify(
+            printable(message),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # the stylesheet uses memtui's variables; any theme (even a built-in) stays parseable

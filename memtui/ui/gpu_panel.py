@@ -9,7 +9,7 @@ host, or a summary row per host when the screen cannot show every GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -19,12 +19,15 @@ from textual.reactive import reactive
 
 from memtui.estimator import Budget
 from memtui.telemetry import ClusterSnapshot, DeviceKey
-from memtui.ui.cluster_rows import ClusterRows, ClusterView
 from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
+from memtui.ui.legend import Legend
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget, redraw_on_theme_change
+from memtui.ui.view_widget import redraw_on_theme_change
+
+if TYPE_CHECKING:
+    from memtui.ui.cluster_rows import ClusterRows
 
 
 def _without_background(style: Style) -> Style:
@@ -105,9 +108,8 @@ class GpuPanel(Vertical):
         return self._legend_styles[1]
 
     def compose(self) -> ComposeResult:
-        yield ViewWidget(id="legend")
+        yield Legend(id="legend")
         yield GpuRow(id="plan-row")
-        yield ClusterRows(id="cluster")
         for _ in range(self._initial_rows):
             yield GpuRow(classes="device-row")
 
@@ -126,9 +128,8 @@ class GpuPanel(Vertical):
         view = self.view
         if view is None or not self.children:
             return
-        legend = self._legend(view)
-        width = max(1, self.query_one("#legend").size.width)
-        self.query_one("#legend", ViewWidget).show(legend, -(-legend.cell_len // width))
+        self.query_one(Legend).show(self._legend(view))
+        width = max(1, self.query_one(Legend).size.width)
         styles = self.row_styles()
         self.query_one("#plan-row", GpuRow).data = RowData(
             budget=view.budget, unit=view.unit, styles=styles
@@ -137,7 +138,9 @@ class GpuPanel(Vertical):
         many = snapshot is not None and len(snapshot.nodes) > 1
         self.set_class(many, "-cluster")
         if many and snapshot is not None:
-            self.query_one(ClusterRows).show_view(
+            from memtui.ui.cluster_rows import ClusterView
+
+            self._cluster_rows().show_view(
                 ClusterView(
                     budget=view.budget,
                     unit=view.unit,
@@ -177,18 +180,35 @@ class GpuPanel(Vertical):
                 styles=styles,
             )
 
-    def _legend(self, view: PanelView) -> Text:
+    def _cluster_rows(self) -> ClusterRows:
+        """The rows of a source of many hosts, mounted (under the plan's row) when the first
+        such snapshot comes: a single node never needs them, nor their module."""
+        from memtui.ui.cluster_rows import ClusterRows
+
+        found = self.query(ClusterRows)
+        if found:
+            return found.first()
+        rows = ClusterRows(id="cluster")
+        self.mount(rows, after="#plan-row")
+        return rows
+
+    def _legend(self, view: PanelView) -> list[list[Text]]:
+        """The legend's variants, as words: long labels, short labels, and short labels
+        without "rows: used/budget" (the legend draws the first that fits two lines)."""
         unit = view.unit
         scale = "10^9" if unit == "GB" else "2^30"
         styles = self.legend_styles()
-        for short in (False, True):
-            text = Text()
-            text.append(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
-            text.append(f" ({unit} = {scale} B; rows: used/budget): ")
-            for term in view.budget.terms:
-                label = term.key.short if short else term.label.lower()
-                text.append("■", styles[term.key])
-                text.append(f"{label} {num(term.bytes, unit)} ")
-            if text.cell_len <= 2 * self.size.width - 12:
-                break  # long labels when they fit on two lines
-        return text
+        total = Text(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
+        variants = []
+        for short, explain in ((False, "; rows: used/budget"), (True, "; rows: used/budget"),
+                               (True, "")):  # fmt: skip
+            head = [total, *(Text(w) for w in f"({unit} = {scale} B{explain}):".split())]
+            terms = [
+                Text.assemble(
+                    ("■", styles[term.key]),
+                    f"{term.key.short if short else term.label.lower()} {num(term.bytes, unit)}",
+                )
+                for term in view.budget.terms
+            ]
+            variants.append([*head, *terms])
+        return variants

@@ -1,10 +1,11 @@
 """One GPU row (or the plan's own row): live use and the predicted budget on one scale.
 
-Wide layout, two lines:
-    GPU 0 ▲ ███████████████░░░░░░│·········································
-            used 44.1 / budget 42.5 / cap 85.5 GB  head 40.9  peak 45.0  ▃▅▆▇  OVER BUDGET
+Wide layout, two lines (the plan's own row shows budget/capacity beside its bar):
+    GPU 0 ▲ ███████████████████████│█████████··········· 64.4/46.1 GB
+            OVER BUDGET  cap 85.5  head 20.6  peak 64.4 GB      ▆▆▆▆
 Narrow layout (the screen's `-narrow` class), one line:
-    0▲ ██████████░░│······ 44.1/42.5 GB OVER
+    0   ▲ ████████████████████████│█████████··········· 64.4/46.1 GB OVER
+Every row on cards of one size has a bar of the same width, so the budget's mark lines up.
 Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`, resolved
 once by the panel and handed down in `RowData.styles`: a component class declared on every row
 cost each row a stylesheet pass per class); the status is also written out. `row_text` draws
@@ -25,7 +26,7 @@ from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
 from memtui.telemetry.text import printable
 from memtui.ui.bar import render_bar, sparkline
-from memtui.ui.gpu_state import RowStatus
+from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
 
@@ -63,8 +64,8 @@ ROW_STYLES = (
     "label",
 )
 
-#: History values a row keeps: what its sparkline draws (so an unchanged GPU is not redrawn).
-SPARK_WIDTH = 8
+#: History values a row draws (all that is kept; an unchanged GPU is not redrawn).
+SPARK_WIDTH = HISTORY
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,12 @@ class GpuRow(Widget):
 
 def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) -> Text:
     """A row as text, `width` cells wide: two lines, or one when `narrow` (the cluster view's
-    compact rows too). `label` replaces the device's own ("gpu07/3" across hosts)."""
+    compact rows too). `label` replaces the device's own ("gpu07/3" across hosts).
+
+    Every row on a card of the same size gets a bar of the same width, whatever its numbers
+    and status say, so the budget's mark sits in the same column on the plan's row and on
+    every GPU's: the figures beside the bar are padded to the widest they can be, and a one-
+    line row pads its status word to the longest word."""
     styles = data.styles
 
     def style(name: str) -> Style:
@@ -133,63 +139,73 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
     head = Text.assemble((label.ljust(4 if narrow else 6), style("label")))
     mark_style = _STATUS_CLASS[status] if status and status.alert else "dim"
     head.append(mark + " ", style(mark_style))
-    numbers = _numbers(data, used, scale, unit, narrow, style)
+    tail = Text(_figures(data, used, scale, unit))
     if narrow:
-        bar = render_bar(max(4, width - len(head) - len(numbers) - 1), scale, budget.terms,
-                         used, style)  # fmt: skip
-        return Text.assemble(head, bar, " ", numbers, no_wrap=True, overflow="crop")
+        # used/budget, the status word padded to the longest, then a device's error (cropped)
+        tail.append(" ")
+        tail.append_text(_word(data, style))
+        room = width - len(head) - len(tail) - 1
+        bar = render_bar(max(4, room), scale, budget.terms, used, style)
+        line = Text.assemble(head, bar, " ", tail, no_wrap=True, overflow="crop")
+        if device is not None and device.error:
+            line.append(f" {printable(device.error)}", style("lost" if device.lost else "near"))
+        line.truncate(width)
+        return line
+    bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used, style)
     indent = " " * len(head)
-    if device is None or device.lost:
-        bar = render_bar(max(4, width - len(head)), scale, budget.terms, used, style)
-        return Text.assemble(head, bar, "\n", indent, numbers, no_wrap=True)
-    # used/budget beside the bar; the status and the rest on the second line
-    tail = Text(f"{num(used, unit)}/{num(budget.total, unit)} {unit}")
-    bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used,
-                     style)  # fmt: skip
+    numbers = _numbers(data, unit, style)
     return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
 
 
-def _numbers(
-    data: RowData,
-    used: int | None,
-    scale: int,
-    unit: str,
-    narrow: bool,
-    style: Callable[[str], Style],
-) -> Text:
+#: A one-line row's status word is padded to the longest, so every bar is as wide.
+_WORD_WIDTH = max(len(word) for word in (*_SHORT.values(), "FITS", "DOES NOT FIT"))
+
+
+def _figures(data: RowData, used: int | None, scale: int, unit: str) -> str:
+    """The figures beside a bar, right-aligned to the widest they can be on this card:
+    used/budget for a GPU, budget/capacity for the plan."""
+    budget = num(data.budget.total, unit)
+    width = len(num(scale, unit)) + 1 + len(budget) + 1 + len(unit)
+    if data.device is None:
+        return f"{budget}/{num(scale, unit)} {unit}".rjust(width)
+    return f"{num(used, unit)}/{budget} {unit}".rjust(width)
+
+
+def _word(data: RowData, style: Callable[[str], Style]) -> Text:
+    """A one-line row's verdict (the plan's fits or not; a GPU's status), padded."""
+    if data.device is None:
+        fits = data.budget.fits
+        word, name = ("FITS", "ok") if fits else ("DOES NOT FIT", "alert")
+    else:
+        status = data.status or RowStatus.UNKNOWN
+        word, name = _SHORT[status], _STATUS_CLASS[status]
+    text = Text(word, style(name))
+    text.append(" " * (_WORD_WIDTH - len(word)))  # the padding unstyled (LOST is reversed)
+    return text
+
+
+def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
+    """A two-line row's second line: the verdict first (a narrow pane crops the end of the
+    line, never the verdict), then the figures."""
     budget, device, status = data.budget, data.device, data.status
     text = Text(no_wrap=True)
     if device is None:  # the plan's own row
         verdict = "FITS" if budget.fits else "DOES NOT FIT"
-        verdict_style = style("ok" if budget.fits else "alert")
-        if narrow:
-            text.append(f"{num(budget.total, unit)}/{num(budget.capacity, unit)} {unit} ")
-            text.append(verdict, verdict_style)
-            return text
-        # the verdict first: on a narrow pane (100 columns) the numbers are cropped, not it
-        text.append(verdict, verdict_style)
+        text.append(verdict, style("ok" if budget.fits else "alert"))
         text.append(
             f"  budget {num(budget.total, unit)} / cap {num(budget.capacity, unit)} {unit}"
             f"  headroom {num(budget.headroom, unit)}"
         )
         return text
-    if device.lost:
-        text.append(printable(device.error or "lost"), style("dim"))
-        text.append("  ")
-        text.append("GPU LOST" if not narrow else "LOST", style("lost"))
+    if device.lost:  # the verdict first: a long error must not push it off the pane
+        text.append("GPU LOST", style("lost"))
+        text.append(f"  {printable(device.error or 'lost')}", style("dim"))
         return text
     assert status is not None
-    word_style = style(_STATUS_CLASS[status])
-    if narrow:
-        text.append(f"{num(used, unit)}/{num(budget.total, unit)} {unit} ")
-        text.append(_SHORT[status], word_style)
-        if device.error:  # a GPU that answers but with a problem (e.g. MIG unlisted)
-            text.append(f" ! {printable(device.error)}", style("near"))
-        return text
-    # the status first: on a narrow pane the numbers may be cropped, never the verdict
-    text.append(status.value, word_style)
+    text.append(status.value, style(_STATUS_CLASS[status]))
     if device.error:  # said before the numbers, so a narrow pane still shows it
         text.append(f"  ! {printable(device.error)}", style("near"))
+    scale = device.memory_total or budget.capacity
     text.append(
         f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
         f"  peak {num(data.peak, unit)} {unit}  "

@@ -15,8 +15,9 @@ from memtui.telemetry import ClusterSnapshot, DeviceKey, DeviceSnapshot
 
 #: Share of the card's memory past which a GPU is "near capacity" (the issue's alert line).
 NEAR_CAPACITY = 0.95
-#: Polls kept for the sparkline (a minute at the default 1 Hz).
-HISTORY = 60
+#: Polls kept per GPU: what its sparkline draws, and no more (a job of 1,024 GPUs kept a
+#: minute of them, 60 ints a GPU, for a line that shows 8).
+HISTORY = 8
 
 
 class RowStatus(str, Enum):

@@ -2,13 +2,16 @@
 Hugging Face repo id or a bare parameter count ("13B"). Loading reads files (a config.json,
 the HF cache), so it runs in a thread worker and the screen keeps answering keys; any problem
 shows as one line in the picker, never a crash.
-Dismisses with the chosen `ModelSpec`, or None on escape.
+Dismisses with the chosen `ModelSpec`, or None on escape, once: a load that answers after
+escape (keys typed faster than the file is read) is dropped. Textual's `dismiss` pops
+whatever screen is on top, so a second dismissal closed the dashboard under the picker.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,13 +25,14 @@ from memtui.estimator.catalog import find, lookup
 from memtui.estimator.configs import ModelConfigError
 from memtui.estimator.model_source import bare_count
 from memtui.estimator.units import format_count
+from memtui.telemetry.text import printable
 
 
 class ModelPicker(ModalScreen["ModelSpec | None"]):
     """Search box over the catalog; enter loads the highlighted model or the typed reference."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss(None)", "Cancel", id="picker.cancel"),
+        Binding("escape", "cancel", "Cancel", id="picker.cancel"),
         Binding("down", "focus_list", "To the list", id="picker.list", show=False),
     ]
     DEFAULT_CSS = """
@@ -43,6 +47,18 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
     def __init__(self, current: str = "") -> None:
         super().__init__()
         self._current = current
+        self._answered = False
+
+    def _finish(self, result: ModelSpec | None) -> None:
+        """Dismiss with `result`, unless the picker is already closed or not on top."""
+        if self._answered or not self.is_current:
+            return
+        self._answered = True
+        self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        """Close without a model."""
+        self._finish(None)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -108,7 +124,9 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
         self.app.call_from_thread(self._loaded, spec)
 
     def _loaded(self, result: ModelSpec | str) -> None:
+        if self._answered or not self.is_current:
+            return  # escaped while loading: the answer comes too late to count
         if isinstance(result, str):
-            self.query_one("#picker-error", Static).update(result)
+            self.query_one("#picker-error", Static).update(Text(printable(result)))
         else:
-            self.dismiss(result)
+            self._finish(result)

@@ -18,7 +18,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from memtui.estimator import ModelSpec, Plan, Report, estimate
 from memtui.telemetry import (
@@ -32,12 +31,12 @@ from memtui.ui import plan_edits
 from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.communication import CommunicationLine, CommunicationView
 from memtui.ui.fit import fit_plan
+from memtui.ui.footer import KeyFooter
 from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import JobKeys
 from memtui.ui.lever_list import LeverList, LeverView
 from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
-from memtui.ui.model_picker import ModelPicker
 from memtui.ui.poller import Poller
 from memtui.ui.process_table import ProcessTable, ProcessView
 from memtui.ui.settings_panel import SettingsPanel
@@ -48,6 +47,10 @@ from memtui.ui.units import UNITS
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
 
+
+#: Keys the footer leaves out under 100 columns, where not every key fits (`?` lists them all,
+#: and every key still works).
+FOOTER_SECONDARY = frozenset({"theme", "precision", "flash", "checkpointing", "unit", "refresh"})
 
 #: Footer groups: one description for a key pair ("+- mb"), so the footer fits 120 columns.
 _MB = Binding.Group("batch", compact=True)
@@ -162,7 +165,7 @@ class DashboardScreen(Screen[None]):
                 self._unfitted = self.plan
                 self.set_reactive(DashboardScreen.plan, fitted)  # estimated once, in on_mount
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
-        # wide: settings and strategies on the left, GPUs, levers, processes on the right;
+        # wide: settings and strategies on the left, GPUs, processes, levers on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
         # containers, so there is one table in each place and the `-narrow` class shows one;
         # `_push_plan` feeds the one on screen (no remounting on resize: nothing to lose)
@@ -173,11 +176,17 @@ class DashboardScreen(Screen[None]):
             with VerticalScroll(id="main", can_focus=False):
                 yield GpuPanel(id="gpus", rows=devices)
                 yield StrategyTable(id="strategies-narrow")
+                # during a run, which process it is matters most after the GPUs: the list
+                # comes before the levers, at most a dozen lines tall (it scrolls inside)
+                with VerticalScroll(id="processes"):
+                    yield ProcessTable(id="process-table")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
-                yield ProcessTable(id="processes")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        secondary = [
+            b.action for b in self.BINDINGS if isinstance(b, Binding) and b.id in FOOTER_SECONDARY
+        ]
+        yield KeyFooter(secondary, compact=True)
 
     def on_mount(self) -> None:
         self._ready = True
@@ -282,6 +291,9 @@ class DashboardScreen(Screen[None]):
         self.action_pick_model()
 
     def action_pick_model(self) -> None:
+        # imported on the first `/`: the first frame does not need the picker
+        from memtui.ui.model_picker import ModelPicker
+
         def chosen(spec: ModelSpec | None) -> None:
             if spec is None:
                 return
@@ -374,12 +386,13 @@ class DashboardScreen(Screen[None]):
     def _gave_up(self, snapshot: ClusterSnapshot | None) -> bool:
         """Whether polling again is pointless after `snapshot` (the source's say)."""
         source = self.source
-        return snapshot is not None and source is not None and source.info.gives_up(snapshot.state)
+        return snapshot is not None and source is not None and source.info.gives_up(snapshot)
 
     def _take(self, snapshot: ClusterSnapshot) -> None:
         """Keep a poll's answer (history, snapshot, mode); draws nothing."""
         self.polls += 1
-        if snapshot.state is SourceState.NO_LIBRARY and not snapshot.devices:
+        no_driver = snapshot.state is SourceState.NO_LIBRARY and not snapshot.recorded
+        if no_driver and not snapshot.devices:
             # no driver here: nothing will change by polling again; plan-only, saying why
             self.plan_only_reason = snapshot.reason or snapshot.message or "NVML not available"
             self.source = None

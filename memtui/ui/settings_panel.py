@@ -3,7 +3,8 @@
 ↑/↓ choose a row, ←/→ (or -/= style keys on the screen) step its value, enter steps it forward
 or, on the model row, opens the model picker. The panel never edits the plan: it posts
 `StepSetting`/`PickModel` up, and the screen sets `plan` back down (DESIGN.md section 7.4).
-Under 100 columns (`narrow`) it shrinks to a summary and the chosen row.
+Under 100 columns (`narrow`) it shrinks to a summary and the chosen row. Values may come from
+elsewhere (the GPU name NVML reports, a model's path): drawn as text, controls escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from memtui.estimator import Plan
+from memtui.telemetry.text import printable
 from memtui.ui.messages import PickModel, StepSetting
 from memtui.ui.plan_edits import SETTINGS
 
@@ -67,26 +69,29 @@ class SettingsPanel(Widget, can_focus=True):
         plan = self.plan
         if plan is None:
             return Text("")
+
+        def show(key: str) -> str:
+            return printable(by_key[key].show(plan))
+
+        by_key = {s.key: s for s in SETTINGS}
         cursor_style = self.get_component_rich_style("settings-panel--cursor")
         label_style = self.get_component_rich_style("settings-panel--label")
         width = max(10, self.size.width)
         if self.narrow:
-            by_key = {s.key: s for s in SETTINGS}
             # numbers get a short label (a bare "1 · 4,096" says nothing); names say themselves
             summary = " · ".join(
-                f"{_SUMMARY_LABELS[k]} {by_key[k].show(plan)}" if k in _SUMMARY_LABELS
-                else by_key[k].show(plan)
+                f"{_SUMMARY_LABELS[k]} {show(k)}" if k in _SUMMARY_LABELS else show(k)
                 for k in _SUMMARY
-            )  # fmt: skip
+            )
             chosen = SETTINGS[self.cursor]
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(
-                f"{SETTINGS[0].show(plan)} on {plan.hardware.nodes}x"
-                f"{plan.hardware.gpus_per_node} {plan.hardware.gpu_name}\n"
+                f"{show(SETTINGS[0].key)} on {plan.hardware.nodes}x"
+                f"{plan.hardware.gpus_per_node} {printable(plan.hardware.gpu_name)}\n"
             )
             text.append(summary + "\n")
             text.append(f"▶ {chosen.label}: ", label_style)
-            text.append(chosen.show(plan), cursor_style)
+            text.append(show(chosen.key), cursor_style)
             text.append("  ↑↓ choose ←→ change", label_style)
             return text
         lines = Text(no_wrap=True, overflow="ellipsis")
@@ -98,7 +103,7 @@ class SettingsPanel(Widget, can_focus=True):
         for i, setting in shown:
             mine = i == self.cursor
             line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
-            line.append(setting.show(plan))
+            line.append(show(setting.key))
             if mine:
                 line.stylize(cursor_style)
             line.truncate(width, overflow="ellipsis")

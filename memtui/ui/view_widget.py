@@ -37,7 +37,8 @@ class ViewWidget(Widget):
 
         For a rich Table, `lines` must be exact (header plus one line a row: every column
         no_wrap, no newline in a cell): the layout takes it as the table's height instead of
-        rendering the whole table once more just to count its lines."""
+        rendering the whole table once more just to count its lines. The same holds for any
+        renderable with a `height` (the process table's `Columns`)."""
         self._renderable = renderable
         relayout = lines != self._lines
         self._lines = lines
@@ -55,7 +56,8 @@ class ViewWidget(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Textual measures a height by rendering the renderable; for the process table (64
         # rows on a full node) that cost a third of the start-up layout. Text still measures.
-        if isinstance(self._renderable, Table) and self._lines >= 0:
+        exact = isinstance(self._renderable, Table) or hasattr(self._renderable, "height")
+        if exact and self._lines >= 0:
             return self._lines
         return super().get_content_height(container, viewport, width)
 

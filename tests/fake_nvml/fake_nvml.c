@@ -21,6 +21,7 @@
  * Unknown functions that a monitor might call exist and return NOT_SUPPORTED (3).
  * Build with -DFAKE_NO_MEMORY_V2 to get an "old driver" without nvmlDeviceGetMemoryInfo_v2.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,16 +50,25 @@ typedef struct {
     unsigned int gpuInstanceId, computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* One scenario buffer per thread (callers may poll from several threads at once), freed
+ * when its thread ends: a thread per poll must not leak a buffer per poll, or memory
+ * measurements of the program under test would measure this fake. */
 static __thread char *scenario;
 static __thread size_t scenario_cap;
+static pthread_key_t scenario_key;
+static pthread_once_t scenario_key_once = PTHREAD_ONCE_INIT;
+
+static void make_scenario_key(void) { pthread_key_create(&scenario_key, free); }
 
 /* Re-read the scenario file; an unreadable file reads as an empty scenario. */
 static void load(void) {
     const char *path = getenv("FAKE_NVML_SCENARIO");
     size_t n = 0;
     if (!scenario) {
+        pthread_once(&scenario_key_once, make_scenario_key);
         scenario_cap = 1 << 16;
         scenario = malloc(scenario_cap);
+        pthread_setspecific(scenario_key, scenario);
     }
     scenario[0] = 0;
     if (!path) return;
@@ -68,6 +78,7 @@ static void load(void) {
         if (n + 4096 + 1 > scenario_cap) {
             scenario_cap *= 2;
             scenario = realloc(scenario, scenario_cap);
+            pthread_setspecific(scenario_key, scenario);
         }
         size_t got = fread(scenario + n, 1, 4096, f);
         n += got;

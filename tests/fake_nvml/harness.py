@@ -53,7 +53,7 @@ def build_fake_nvml(variant: str = "default", cache_dir: Path | None = None) -> 
     # Build to a private name then rename, so parallel test runs never load a half-written file.
     tmp = lib_dir / f".build-{os.getpid()}.so"
     subprocess.run(
-        [cc, "-O2", "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", *flags,
+        [cc, "-O2", "-shared", "-fPIC", "-pthread", "-Wl,-soname,libnvidia-ml.so.1", *flags,
          "-o", str(tmp), str(SOURCE)],
         check=True,
     )  # fmt: skip
