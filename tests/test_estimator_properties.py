@@ -137,14 +137,17 @@ def test_full_checkpointing_never_exceeds_none_or_selective(plan):
     # Selective checkpointing saves the attention core's inputs, and a v that is a view of a
     # fused rotary qkv output keeps that whole output alive, where eager attention's reshape
     # copies v and lets it go: on short sequences the checkpoint holds more than no
-    # checkpointing (Pythia-410m, eager, s=1: 840,344 > 744,344 bytes; Phi-3 likewise). The
-    # excess is at most that projection output, per layer and token.
+    # checkpointing (Pythia-410m, eager, s=1: 840,344 > 744,344 bytes; Phi-3 likewise;
+    # DeepSeek-V2's value view of kv_b_proj's output). The excess is at most that base, per
+    # layer and token.
     arch = plan.model.architecture
     p = plan.model_copy(update={"checkpointing": Checkpointing.selective})
-    kept_base = 0
-    if arch.fused_qkv and arch.rotary:
+    width = 0
+    if arch.latent_attention:
+        width = arch.kv_b_width
+    elif arch.fused_qkv and arch.rotary:
         width = arch.q_width + 2 * arch.kv_width
-        kept_base = arch.num_layers * width * p.seq_len * p.micro_batch * _setup(p).compute_bytes
+    kept_base = arch.num_layers * width * p.seq_len * p.micro_batch * _setup(p).compute_bytes
     assert selective <= none + kept_base
 
 

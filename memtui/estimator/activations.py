@@ -693,6 +693,16 @@ def buffers_beyond(
     return max(0, round(extra[worst])), worst
 
 
+def base_linear_inputs(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Bytes of the inputs that frozen base linears keep themselves, over every layer
+    (`Setup.frozen_linears_keep_inputs`; 0 without it or under full checkpointing)."""
+    if not setup.frozen_linears_keep_inputs or setup.checkpointing is Checkpointing.full:
+        return 0
+    kept = [item for item in layer_saved(arch, setup) if item.for_weights - _BASE_LINEAR_ROLES]
+    base_only = replace(setup, trainable_roles=None, input_casts=frozenset())
+    return -(-arch.num_layers * _bytes(kept, seq_len, micro_batch, base_only) // setup.tp)
+
+
 def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Pinned CPU bytes activation offloading needs: every checkpointed layer input."""
     if not (setup.offload_layer_inputs and setup.checkpointing is Checkpointing.full):

@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
+from memtui.estimator.activations import Setup, base_linear_inputs, buffers_beyond
+from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.fsdp2 import unit_buffers
 from memtui.estimator.stacks.generic import GENERIC
@@ -54,10 +55,17 @@ class LitGptStack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         autocast = plan.precision is Precision.bf16_autocast
+        lora = plan.method is not Method.full
+        # bf16-mixed: an fp32 stream that autocast casts per op. Trained linears each keep
+        # their own bf16 cast of their input (one for the fused attn, one each for fc_1 and
+        # fc_2); an adapter's lora_A keeps its own cast of the (dropped) fp32 input.
+        roles = {lin.role for lin in plan.model.architecture.linear_layers} - {"q", "k", "v"}
         return replace(
             same_dtype_setup(plan),
             compute_bytes=2,
             residual_bytes=4 if autocast else 2,
+            input_casts=frozenset(roles | {"qkv"}) if autocast and not lora else frozenset(),
+            adapter_input_bytes=2 if autocast and lora else 0,
             adapter_output_bytes=2,
             one_adapter_per_input=True,
             loss_chunks=-(-plan.seq_len // LM_HEAD_CHUNK),
@@ -70,10 +78,29 @@ class LitGptStack(BookStack):
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
         backward, detail = unit_buffers(plan, strategy, state, 2, 2)
+        copies = autocast_weight_copies(plan, setup, peft=False)
+        if copies:
+            detail += f", autocast's bf16 weight copies {copies / 1e9:.2f} GB"
+        # bitsandbytes before 0.43.2 kept each 4-bit linear's input as a ctx attribute
+        # (autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)), which backward
+        # does not release: it lives with the graph, and the fit loop's `loss` and `logits`
+        # hold the graph until the next forward returns (finetune/lora.py fit), so the
+        # previous step's inputs are alive at this step's forward's end (checked on CPU:
+        # a tensor held only by ctx outlives backward until the loss is dropped).
+        arch = plan.model.architecture
+        previous = base_linear_inputs(arch, setup, plan.seq_len, plan.micro_batch)
+        held, _ = buffers_beyond(
+            arch, setup, plan.seq_len, plan.micro_batch, {"forward's end": previous}
+        )
+        if held:
+            detail += f", the previous step's 4-bit linear inputs {held / 1e9:.2f} GB"
         width = plan.precision.weight_bytes
         step, why = optimizer_temporaries(plan, strategy, state, width, fused=False)
         return Transient(
-            0, backward + dequantized_weight(plan), step, f"{detail}; optimizer step: {why}"
+            0,
+            backward + copies + held + dequantized_weight(plan),
+            step,
+            f"{detail}; optimizer step: {why}",
         )
 
     def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from memtui.estimator.activations import Setup, buffers_beyond
+from memtui.estimator.activations import Setup
 from memtui.estimator.choices import (
-    Checkpointing,
     LossKind,
     Method,
     Offload,
@@ -41,6 +40,7 @@ from memtui.estimator.choices import (
 )
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, activation_setup
 from memtui.estimator.state import (
@@ -52,7 +52,6 @@ from memtui.estimator.state import (
     optimizer_state_bytes,
     parameters_of,
     split_saved,
-    trainable_tensors,
 )
 from memtui.estimator.terms import TermKind
 from memtui.estimator.transient import (
@@ -93,66 +92,6 @@ def pure_layout(plan: Plan, tensors: tuple[TrainableTensor, ...], width: int) ->
         optimizer=optimizer_state_bytes(plan, tensors, width),
         managed_fraction=1.0 if optimizer_spec(plan.optimizer).paged else 0.0,
     )
-
-
-def _matmul_parameters(plan: Plan) -> tuple[float, float]:
-    """(a decoder layer's, the lm_head's) parameters that matmuls read: the linears' weights
-    and biases, which autocast casts (norm weights and embeddings are not autocast ops)."""
-    arch = plan.model.architecture
-    scale = plan.model.parameters / arch.parameter_count / plan.tp
-    linears = sum((lin.d_in * lin.d_out + lin.d_out * lin.bias) * lin.count
-                  for lin in arch.linear_layers)  # fmt: skip
-    return linears / arch.num_layers * scale, arch.vocab_size * arch.hidden_size * scale
-
-
-def autocast_weight_copies(plan: Plan, setup: Setup | None = None) -> int:
-    """bf16 copies of fp32 weights that autocast makes, at the step's worst moment.
-
-    Autocast casts an fp32 weight for every matmul (aten/src/ATen/autocast_mode.h
-    cached_cast). The copy of a trainable leaf (a full fine-tune's weights, PEFT's fp32
-    adapters) is cached until autocast exits, at the end of the wrapped forward (torch/amp/
-    autocast_mode.py autocast.__exit__ clears the cache); a frozen weight's copy (the fp32
-    base under LoRA) is made per use. Either is saved for backward by its matmul when the
-    input needs a gradient. Without checkpointing every copy is saved until its layer's
-    backward. With checkpointing, the loss's backward holds the lm_head's copy (saved by its
-    matmul), a layer's backward that layer's copies (made again by the recomputation, under
-    its own autocast), and the forward's end every cached copy (measured by `memtui measure
-    --stack trainer`); `buffers_beyond` picks the worst. QLoRA's 4-bit linears are dequantized
-    instead (`dequantized_weight`); only its fp32-upcast lm_head is copied."""
-    if plan.precision is Precision.fp32:
-        return 0
-    arch = plan.model.architecture
-    layer, head = _matmul_parameters(plan)
-    if plan.method is Method.qlora:
-        upcast = plan.qlora_upcast or plan.precision is Precision.bf16_autocast
-        return round(2 * head) if upcast else 0
-    base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
-    adapters = 0.0
-    if plan.method is not Method.full:
-        # PEFT's fp32 adapters; a modules_to_save copy keeps the base dtype and stands in
-        # for the module it copies, whose cast the base's count already has
-        adapters = parameters_of(split_saved(plan, trainable_tensors(plan))[0])
-    head_copy = 2 * base * head
-    if plan.checkpointing is Checkpointing.none:
-        every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
-        moments = {
-            "loss's backward": every,
-            "forward's end": every,
-            "lm_head's backward": every,
-            "a layer's backward": every - head_copy,
-        }
-    else:
-        full = plan.method is Method.full
-        cached = 2 * base * arch.num_layers * layer + head_copy if full else 2 * adapters
-        moments = {
-            "loss's backward": head_copy,
-            "forward's end": cached + (0 if full else head_copy),
-            "lm_head's backward": head_copy,
-            "a layer's backward": 2 * (base * layer + adapters / arch.num_layers),
-        }
-    setup = setup or TRAINER.setup(plan)
-    copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
-    return copies
 
 
 class TrainerStack(BookStack):
@@ -202,7 +141,7 @@ class TrainerStack(BookStack):
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
         buckets = state.gradients if plan.hardware.gpus > 1 else 0
-        copies = autocast_weight_copies(plan, setup)
+        copies = autocast_weight_copies(plan, setup, peft=True)
         dequant = dequantized_weight(plan)
         step, why = optimizer_temporaries(
             plan, strategy, state, plan.precision.weight_bytes, fused=True

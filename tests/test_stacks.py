@@ -1,0 +1,92 @@
+"""Stack bookkeeping that a CPU cannot measure, checked against each stack's own code:
+LitGPT's bf16-mixed autocast copies and the 4-bit linear inputs that old bitsandbytes keeps
+alive into the next step."""
+
+from __future__ import annotations
+
+from memtui.estimator import (
+    Checkpointing,
+    Hardware,
+    Method,
+    OverheadSettings,
+    Plan,
+    Precision,
+    StackName,
+    Strategy,
+    TermKind,
+    breakdown,
+    estimate,
+)
+from memtui.estimator.model_source import load_model
+
+LLAMA2_7B = load_model("meta-llama/Llama-2-7b-hf")
+HIDDEN, INNER, LAYERS = 4096, 11008, 32  # Llama-2-7B's config.json
+
+
+def plan(**update) -> Plan:
+    fields = {
+        "model": LLAMA2_7B,
+        "hardware": Hardware(gpus_per_node=1),
+        "strategy": Strategy.ddp,
+        "overhead": OverheadSettings(enabled=False),
+        "seq_len": 512,
+        "micro_batch": 2,
+        **update,
+    }
+    return Plan(**fields)
+
+
+def transient(p: Plan) -> int:
+    """Bytes of the buffers alive in forward and backward (beyond the saved activations)."""
+    return breakdown(p).transient.backward
+
+
+def transient_source(p: Plan) -> str:
+    return estimate(p).budget.terms[list(TermKind).index(TermKind.transient)].source
+
+
+def test_litgpt_bf16_mixed_holds_a_bf16_copy_of_every_matmul_weight():
+    # Fabric's bf16-mixed runs fp32 weights under torch.autocast, which caches a bf16 copy of
+    # each trainable weight a matmul reads until the forward's autocast exits: without
+    # checkpointing all of them (the decoder linears and lm_head) at once, 2 bytes each.
+    mixed = plan(stack=StackName.litgpt, precision=Precision.bf16_autocast)
+    true = plan(stack=StackName.litgpt, precision=Precision.bf16)
+    linears = LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * INNER) + 32000 * HIDDEN
+    assert transient(mixed) - transient(true) == 2 * linears
+    assert "autocast's bf16 weight copies" in transient_source(mixed)
+    assert "autocast" not in transient_source(true)
+
+
+def qlora(stack: StackName, keeps: bool, **update) -> Plan:
+    return plan(
+        stack=stack,
+        method=Method.qlora,
+        precision=Precision.bf16,
+        qlora_keeps_inputs=keeps,
+        **update,
+    )
+
+
+def test_old_bitsandbytes_keeps_the_previous_steps_4bit_inputs_under_litgpt():
+    # bitsandbytes < 0.43.2 stores MatMul4Bit's input on ctx, released only with the graph;
+    # LitGPT's fit loop holds loss and logits into the next forward, so at the forward's end
+    # two steps' inputs are alive: the attn, proj, fc (shared by fc_1 and fc_2) and mlp.proj
+    # inputs, 2 bytes each, per layer and token. The transient term is what they add above
+    # the step's own peak (the loss's backward, where this step holds less than at the
+    # forward's end), so it is most of them and never more.
+    previous = LAYERS * (3 * HIDDEN + INNER) * 2 * 512 * 2
+    kept = transient(qlora(StackName.litgpt, True)) - transient(qlora(StackName.litgpt, False))
+    assert previous * 0.7 <= kept <= previous
+    assert "previous step's 4-bit linear inputs" in transient_source(qlora(StackName.litgpt, True))
+    assert "previous step" not in transient_source(qlora(StackName.litgpt, False))
+
+
+def test_the_previous_steps_inputs_are_litgpts_alone_and_gone_under_full_checkpointing():
+    # a stack whose loop drops the loss before the next forward (the generic step, Trainer)
+    # never holds two steps; with full checkpointing the linears' inputs are recomputed
+    for stack in (StackName.generic, StackName.trainer):
+        assert "previous step" not in transient_source(qlora(stack, True))
+    full = {"checkpointing": Checkpointing.full}
+    assert transient(qlora(StackName.litgpt, True, **full)) == transient(
+        qlora(StackName.litgpt, False, **full)
+    )
