@@ -241,16 +241,14 @@ What CPU cannot show, and what benchmarks/cuda_check.py measures instead on a GP
   without attention dropout (CUDA's flash kernel keeps only an RNG state for it).
 - Autocast's CPU op lists differ from CUDA's outside the matmuls; LayerNorm statistics are
   bf16 on CPU, fp32 on CUDA (GPT-2 rows, under 0.1 percent).
-- Not measured on CPU: DeepSpeed (its ZeRO optimizers build CUDA extensions and it is not
-  installed), FSDP1 (accelerate enables FSDP only on accelerator devices; memtui promotes FSDP2
-  alone), torchtune and LitGPT (not installed), QLoRA (bitsandbytes' 4-bit kernels need
-  CUDA), 8-bit and paged optimizers. benchmarks/cuda_check.py runs Trainer steps (QLoRA
-  included) on a GPU and records max_memory_allocated / reserved and NVML's peak.
-- Known gaps, in the table as rows out of CI: fp32 eager attention (the bf16 cast of the
-  fp32 softmax is a no-op in fp32, counted twice); small vocabularies under FSDP2 with
+- Not measured on CPU: DeepSpeed (installed for its config parser; its ZeRO optimizers
+  build CUDA extensions), FSDP1 (accelerate enables FSDP only on accelerator devices; memtui
+  promotes FSDP2 alone), torchtune and LitGPT (not installed), QLoRA (bitsandbytes' 4-bit
+  kernels need CUDA), 8-bit and paged optimizers. benchmarks/cuda_check.py runs Trainer steps
+  (QLoRA included) on a GPU and records max_memory_allocated / reserved and NVML's peak.
+- Known gap, in the table as a row out of CI: small vocabularies under FSDP2 with
   checkpointing (a layer's backward sets the peak and the estimate counts all of a unit's
-  gradients there: an upper bound); the Trainer's batch holds labels beside the ids (8 bytes
-  per token the estimate leaves out).
+  gradients there: an upper bound).
 """
 
 HEADER = """## memtui's own step on catalog models (FakeTensorMode)

@@ -46,6 +46,9 @@ from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
 
 ACT, RES, FP32, MASK, INT64 = "act", "res", "fp32", "mask", "int64"
+# A cast of an fp32 tensor to the activation dtype: a new tensor unless that dtype is fp32,
+# where Tensor.to returns the tensor itself (already counted).
+CAST_FROM_FP32 = "cast"
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,9 @@ class Setup:
     norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
     weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
     kept three times in the compute dtype, the MLP's by gate and up twice."""
+    batch_labels: bool = False
+    """The training loop's batch holds the labels beside the token ids through the step, one
+    int64 per token (Trainer's `inputs["labels"]`, torchtune's and LitGPT's batch)."""
     fused_qkv: bool | None = None
     """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
     architecture says."""
@@ -182,7 +188,7 @@ def _attention_core(
             Saved("attention dropout output", per_token_seq=a),
         ]
     elif fp32:
-        after.append(Saved("attention probabilities (cast)", per_token_seq=a))
+        after.append(Saved("attention probabilities (cast)", per_token_seq=a, dtype=CAST_FROM_FP32))
     return before, after
 
 
@@ -482,6 +488,8 @@ def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Sa
     h = arch.hidden_size
     # The batch's token ids: held by the training loop (the embedding keeps them too).
     kept = [Saved("token ids", per_token=1, dtype=INT64)]
+    if setup.batch_labels:
+        kept.append(Saved("the batch's labels", per_token=1, dtype=INT64))
     if arch.embedding_dropout:
         kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
     if arch.rotary:
@@ -504,6 +512,8 @@ def _dtype_bytes(dtype: str, setup: Setup) -> int:
         return setup.compute_bytes
     if dtype == RES:
         return setup.residual_bytes
+    if dtype == CAST_FROM_FP32:
+        return 0 if setup.compute_bytes == 4 else setup.compute_bytes
     return {MASK: 1, FP32: 4, INT64: 8}[dtype]
 
 

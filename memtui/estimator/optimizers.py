@@ -10,7 +10,7 @@ transformers' default beta1=None keeps no first moment).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,10 +58,15 @@ class OptimizerSpec:
         return self.moments * (self.moment_width or moment_bytes) * numel
 
     def step_temporaries(
-        self, local: float, largest: Callable[[], int], moment_bytes: int, precision: Precision
+        self,
+        local: float,
+        numels: Callable[[], Sequence[int]],
+        moment_bytes: int,
+        precision: Precision,
     ) -> tuple[float, str]:
         """GPU bytes the step allocates beyond the state, for `local` trainable parameters
-        on this GPU whose largest tensor has `largest()` elements; and why."""
+        on this GPU whose tensors have `numels()` elements, in the order the step visits
+        them; and why."""
         if self.step == "foreach":
             # torch.optim's foreach AdamW materialises sqrt(v) for every tensor of the group
             # (_multi_tensor_adamw); Lion's update makes one interpolated copy of m.
@@ -71,8 +76,13 @@ class OptimizerSpec:
             # eps, then the factored estimate) and its product with the gradient; with bf16
             # parameters and no master copy it also upcasts the gradient and the parameter
             # (optimization.py Adafactor.step; measured by `memtui measure`).
+            # The previous tensor's `update` is a loop variable, alive until this tensor's
+            # `update = grad**2 + eps` is assigned: it sits beside this tensor's copies
+            # (measured: `memtui measure`, row "trainer adafactor").
             copies = 4 if precision is Precision.bf16 else 2
-            return copies * 4 * largest(), f"{copies} per-tensor fp32 copies (Adafactor)"
+            sizes = numels()
+            worst = max(copies * n + prev for prev, n in zip((0, *sizes[:-1]), sizes, strict=True))
+            return 4 * worst, f"{copies} per-tensor fp32 copies + the previous update (Adafactor)"
         # bitsandbytes' fused 8-bit kernels and in-place SGD allocate nothing sizeable
         return 0, "fused or in-place update"
 

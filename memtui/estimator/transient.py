@@ -54,6 +54,18 @@ def dequantized_weight(plan: Plan, compute_bytes: int = 2) -> int:
     return round(compute_bytes * largest / plan.tp)
 
 
+def step_order(plan: Plan) -> list[int]:
+    """Elements of the trainable matrices in the order a per-tensor step visits them: the
+    Trainer's weight-decay group (trainer.py get_decay_parameter_names: every weight but the
+    norms and biases, which form the second group) in module order, the input embedding
+    first, the decoder layers', then the rest (lm_head). Vectors are left out: they are
+    stepped after, and are small (unless nothing else trains: an adapter given as a share)."""
+    tensors = [t for t in trainable_tensors(plan) if t.rows] or list(trainable_tensors(plan))
+    layers = [t.numel for t in tensors if t.count > 1]
+    outside = [t.numel for t in tensors if t.count == 1]
+    return [*outside[:1], *layers, *outside[1:]]
+
+
 def optimizer_temporaries(
     plan: Plan, strategy: Strategy, state: StaticState, moment_bytes: int, fused: bool
 ) -> tuple[int, str]:
@@ -67,7 +79,7 @@ def optimizer_temporaries(
     local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
     temp, why = spec.step_temporaries(
         local,
-        lambda: max(t.numel for t in trainable_tensors(plan)),
+        lambda: step_order(plan),
         moment_bytes,
         plan.precision,
     )
@@ -119,7 +131,7 @@ def step_temporaries(plan: Plan, strategy: Strategy, state: StaticState) -> tupl
     local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
     temp, why = optimizer_spec(plan.optimizer).step_temporaries(
         local,
-        lambda: max(t.numel for t in trainable_tensors(plan)),
+        lambda: step_order(plan),
         plan.optimizer_state_dtype.bytes,
         plan.precision,
     )

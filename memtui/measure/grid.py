@@ -97,16 +97,11 @@ STACK_GRID: tuple[Row, ...] = (
     Row("trainer fp32+autocast ckpt V=1024", llama(vocab=1024),
         {**TRAINER, "precision": "bf16-autocast", "checkpointing": "full"}),
     Row("trainer fp32", llama(), {**TRAINER, "precision": "fp32"}),
-    Row("trainer fp32 eager", llama(), {**TRAINER, "precision": "fp32", "attention": "eager"},
-        ci=False, why="fp32 eager attention: the cast of the fp32 softmax is the tensor itself, "
-        "the estimate counts it twice (activations.py _attention_core)"),
+    Row("trainer fp32 eager", llama(), {**TRAINER, "precision": "fp32", "attention": "eager"}),
     Row("trainer sgd-momentum", llama(), {**TRAINER, "precision": "bf16",
                                           "optimizer": "sgd-momentum"}, ci=False),
     Row("trainer adafactor", llama(), {**TRAINER, "precision": "bf16-autocast",
-                                       "optimizer": "adafactor"}, ci=False,
-        why="transformers' Adafactor.step keeps the previous tensor's update alive while the "
-        "next tensor's temporaries are made (its loop variables): the step's peak is two "
-        "copies of the largest tensor plus that update (optimizers.py counts the two)"),
+                                       "optimizer": "adafactor"}),
     Row("trainer LoRA all-linear", llama(), {**TRAINER, **LORA, "precision": "bf16"}),
     Row("trainer LoRA q,v", llama(), {**TRAINER, **QV, "precision": "bf16"}),
     Row("trainer LoRA all-linear ckpt", llama(), {**TRAINER, **LORA, "precision": "bf16",

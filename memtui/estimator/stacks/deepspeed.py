@@ -120,6 +120,7 @@ class DeepSpeedStack(BookStack):
             residual_bytes=BF16,
             adapter_output_bytes=BF16,
             grad_bytes=BF16,
+            batch_labels=True,
         )
 
     def transient(

@@ -192,6 +192,7 @@ class Fsdp2Stack(BookStack):
             residual_bytes=width,
             adapter_output_bytes=width,
             grad_bytes=width,
+            batch_labels=True,
         )
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:

@@ -61,7 +61,9 @@ def same_dtype_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layou
 
 
 def same_dtype_setup(plan: Plan) -> Setup:
-    """The model run in its own dtype, adapters sharing their inputs."""
+    """The model run in its own dtype, adapters sharing their inputs, the batch's labels
+    held by the loop (torchtune's recipes pop them from the batch for the loss; LitGPT's
+    fit loop reads batch["labels"])."""
     width = plan.precision.weight_bytes
     return replace(
         activation_setup(plan),
@@ -69,6 +71,7 @@ def same_dtype_setup(plan: Plan) -> Setup:
         residual_bytes=width,
         adapter_output_bytes=width,
         grad_bytes=width,
+        batch_labels=True,
     )
 
 

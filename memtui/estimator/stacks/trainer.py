@@ -135,6 +135,7 @@ class TrainerStack(BookStack):
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
             adapter_input_bytes=2 if lora and autocast else 0,
             adapter_output_bytes=2 if autocast else 4,
+            batch_labels=True,
         )
 
     def transient(
