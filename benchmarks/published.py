@@ -68,7 +68,7 @@ HUB_QLORA = HUB_LORA.replace("--method lora", "--method qlora").replace(
 # torchtune 2024 configs: bf16, batch 2, max_seq_len 512 (Alpaca is longer), CrossEntropyLoss
 TT_2404 = (
     "--stack torchtune --precision bf16 --micro-batch 2 --seq-len 512 --loss full "
-    "--attention flash --optimizer adamw"
+    "--attention flash --optimizer adamw --optimizer-kernel foreach"  # no fused: True in 2024
 )
 PEFT_70B = (
     "--model meta-llama/Llama-2-70b-hf --precision bf16-mixed --lora-rank 8 --lora-dropout 0.1 "

@@ -53,6 +53,7 @@ ROUND_TRIPS: dict[str, list[Plan]] = {
              hardware={"nodes": 2}),
     ],
     "trainer-args": [
+        plan(stack="trainer", strategy="ddp", precision="bf16", optimizer_kernel="foreach"),
         plan(stack="trainer", strategy="ddp", precision="bf16-autocast", micro_batch=4,
              grad_accum=8, checkpointing="full", optimizer="paged-adamw8bit", seq_len=2048),
         plan(model="mistralai/Mistral-7B-v0.1", stack="trainer", strategy="ddp",
@@ -78,6 +79,7 @@ ROUND_TRIPS: dict[str, list[Plan]] = {
         plan(stack="trainer", strategy="ddp", precision="fp32", optimizer="lion"),
     ],
     "torchtune": [
+        plan(stack="torchtune", strategy="fsdp", precision="bf16", optimizer_kernel="foreach"),
         plan(stack="torchtune", strategy="ddp", hardware={"gpus_per_node": 1}, precision="bf16",
              method="qlora", lora_rank=8, lora_targets=("q_proj", "v_proj", "o_proj",
              "gate_proj", "up_proj", "down_proj"), loss="chunked", checkpointing="full",

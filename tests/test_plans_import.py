@@ -171,6 +171,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     # a launch script: torchrun's GPUs, run_clm's arguments fill DeepSpeed's "auto"
     "trainer/launch_deepspeed.sh": {
+        "optimizer_kernel": "auto",  # --optim adamw_torch_fused: the stacks' default
         "stack": "deepspeed",
         "strategy": "zero2",
         "offload": "optimizer",
@@ -184,6 +185,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     # TRL's YAML: QLoRA on a bf16-loaded model
     "trainer/sft_qlora.yaml": {
+        "optimizer_kernel": "foreach",  # optim: adamw_torch (torch's foreach step)
         "stack": "trainer",
         "method": "qlora",
         "lora_rank": 32,
@@ -197,6 +199,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     # the deprecated `fsdp` string with offload, FSDP1 named in fsdp_config
     "trainer/fsdp_legacy.json": {
+        "optimizer_kernel": "foreach",
         "stack": "fsdp1",
         "strategy": "fsdp",
         "offload": "params",
@@ -303,6 +306,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "grad_accum": 8,
         "checkpointing": "full",
         "model.name": "meta-llama/Llama-3.1-8B",
+        "optimizer_kernel": "auto",  # fused: True, torchtune's default
         "lora_targets": ("q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
     },
     "torchtune/llama3_1_8B_full.yaml": {
@@ -314,6 +318,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "seq_len": 8192,
     },
     "torchtune/llama2_7B_lora.yaml": {
+        "optimizer_kernel": "foreach",  # torch.optim.AdamW without fused: True
         "stack": "torchtune",
         "method": "lora",
         "lora_targets": ("all-linear", "lm_head"),

@@ -8,6 +8,7 @@ from memtui.estimator import (
     Checkpointing,
     Hardware,
     Method,
+    OptimizerKernel,
     OverheadSettings,
     Plan,
     Precision,
@@ -89,4 +90,23 @@ def test_the_previous_steps_inputs_are_litgpts_alone_and_gone_under_full_checkpo
     full = {"checkpointing": Checkpointing.full}
     assert transient(qlora(StackName.litgpt, True, **full)) == transient(
         qlora(StackName.litgpt, False, **full)
+    )
+
+
+def test_a_foreach_adamw_step_holds_one_moment_sized_copy_a_fused_one_none():
+    # torch/optim/adam.py _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(...) is a
+    # new tensor per moment (fp32 here: 4 bytes per trainable parameter of this GPU); the
+    # fused kernel (fused=True, the Trainer's adamw_torch_fused) allocates nothing sizeable.
+    # The Trainer's default is fused; `--optimizer-kernel foreach` is `optim adamw_torch`.
+    trainer = plan(stack=StackName.trainer, precision=Precision.bf16_autocast)
+    fused = breakdown(trainer).transient.step
+    foreach = breakdown(trainer.evolve(optimizer_kernel=OptimizerKernel.foreach)).transient.step
+    assert foreach - fused == 4 * LLAMA2_7B.parameters
+    explicit = breakdown(trainer.evolve(optimizer_kernel=OptimizerKernel.fused)).transient.step
+    assert explicit == fused
+    # LitGPT builds torch.optim.AdamW without fused=True: foreach unless the plan says so
+    litgpt = plan(stack=StackName.litgpt, precision=Precision.bf16)
+    assert (
+        breakdown(litgpt).transient.step
+        > breakdown(litgpt.evolve(optimizer_kernel=OptimizerKernel.fused)).transient.step
     )

@@ -117,6 +117,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         Method,
         Offload,
         Optimizer,
+        OptimizerKernel,
         Precision,
         StackName,
         StateDtype,
@@ -216,6 +217,12 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--optimizer", choices=_choices(Optimizer))
     g.add_argument("--optimizer-state-dtype", choices=_choices(StateDtype))
     g.add_argument(
+        "--optimizer-kernel",
+        choices=_choices(OptimizerKernel),
+        help="AdamW/Lion step: fused (no temporaries), foreach (torch's default without "
+        "fused=True: one moment-sized temporary), auto: the stack's default",
+    )
+    g.add_argument(
         "--optimizer-block-size",
         type=_positive,
         help="8-bit optimizers' absmax block (256 current bitsandbytes, 2048 paper)",
@@ -292,6 +299,7 @@ _PLAN_FIELDS = {
     "fp32_grad_buffer": "fp32_grad_buffer",
     "optimizer": "optimizer",
     "optimizer_state_dtype": "optimizer_state_dtype",
+    "optimizer_kernel": "optimizer_kernel",
     "optimizer_block_size": "optimizer_block_size",
     "strategy": "strategy",
     "offload": "offload",

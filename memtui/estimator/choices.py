@@ -72,6 +72,12 @@ class LossKind(Choice):
     fused = "fused"  # fused linear cross-entropy: logits never whole (Liger, Apple's CCE)
 
 
+class OptimizerKernel(Choice):
+    auto = "auto"  # the stack's own default (its configs' optimizer)
+    fused = "fused"  # torch.optim's fused=True: one kernel, no temporaries
+    foreach = "foreach"  # torch.optim's default on CUDA without fused=True: temporaries
+
+
 class StateDtype(Choice):
     fp32 = "fp32"  # Adam moments in fp32 (seed 000 and seed 002's rule)
     bf16 = "bf16"  # PyTorch's AdamW keeps moments in the parameter dtype

@@ -18,6 +18,7 @@ from memtui.estimator.choices import (
     Method,
     Offload,
     Optimizer,
+    OptimizerKernel,
     Precision,
     StackName,
     StateDtype,
@@ -162,6 +163,10 @@ class Plan(Frozen):
     optimizer: Optimizer = Optimizer.adamw
     optimizer_state_dtype: StateDtype = StateDtype.fp32
     """Dtype of Adam-like moments (fp32: 8 B/param for AdamW; bf16: 4 B/param)."""
+    optimizer_kernel: OptimizerKernel = OptimizerKernel.auto
+    """How torch.optim's AdamW or Lion steps: fused (one kernel per group, no temporaries),
+    foreach (its default on CUDA without fused=True: a moment-sized temporary), or the
+    stack's default (Trainer's adamw_torch_fused, torchtune's fused: True configs)."""
     optimizer_block_size: int = Field(256, ge=16)
     """Block of the 8-bit optimizers' fp32 absmax: 256 in current bitsandbytes, 2048 in the
     8-bit optimizers paper (Dettmers et al. 2022) and older releases."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtui.estimator.choices import Offload, Precision, Strategy
+from memtui.estimator.choices import Offload, OptimizerKernel, Precision, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.state import StaticState, trainable_tensors
@@ -74,6 +74,8 @@ def optimizer_temporaries(
     if plan.offload is not Offload.none:
         return 0, "optimizer step runs on the CPU"
     spec = optimizer_spec(plan.optimizer)
+    if plan.optimizer_kernel is not OptimizerKernel.auto:
+        fused = plan.optimizer_kernel is OptimizerKernel.fused
     if fused and spec.step == "foreach":
         return 0, "fused optimizer kernel"
     local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]

@@ -268,7 +268,7 @@ def export(plan: Plan) -> str:
         "sequence_len": plan.seq_len,
         "micro_batch_size": plan.micro_batch,
         "gradient_accumulation_steps": plan.grad_accum,
-        "optimizer": optim_name(plan.optimizer),
+        "optimizer": optim_name(plan),
         "bf16": plan.precision in (Precision.bf16_mixed,)
         or (plan.precision is Precision.bf16 and plan.stack is StackName.trainer),
         "gradient_checkpointing": "offload"

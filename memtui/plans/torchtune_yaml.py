@@ -25,6 +25,7 @@ from memtui.estimator.choices import (
     Method,
     Offload,
     Optimizer,
+    OptimizerKernel,
     Precision,
     StackName,
 )
@@ -214,6 +215,10 @@ def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
     if found is Optimizer.sgd and as_float(facts, "optimizer.momentum", block.get("momentum", 0)):
         found = Optimizer.sgd_momentum
     facts.state("optimizer", found, "optimizer._component_")
+    if found is Optimizer.adamw and not block.get("fused", False):
+        # torch.optim.AdamW without fused: True steps with foreach (its default on CUDA),
+        # as torchtune's 2024 configs did; fused: True is the stack's default
+        facts.state("optimizer_kernel", OptimizerKernel.foreach, "optimizer.fused")
 
 
 # -- export -----------------------------------------------------------------------------------
@@ -273,7 +278,7 @@ def export(plan: Plan) -> str:
     if plan.method is not Method.full:
         model.update(_lora_export(plan))
     optimizer: dict[str, Any] = {"_component_": _OPTIMIZER_COMPONENT[plan.optimizer], "lr": 2e-5}
-    if plan.optimizer is Optimizer.adamw:
+    if plan.optimizer is Optimizer.adamw and plan.optimizer_kernel is not OptimizerKernel.foreach:
         optimizer["fused"] = True
     if plan.optimizer is Optimizer.sgd_momentum:
         optimizer["momentum"] = 0.9

@@ -34,6 +34,7 @@ from memtui.estimator.choices import (
     LossKind,
     Method,
     Optimizer,
+    OptimizerKernel,
     Precision,
     StackName,
 )
@@ -105,6 +106,8 @@ OPTIM: dict[str, tuple[Optimizer | Unsupported, str]] = {
 }
 #: TrainingArguments' `optim` default on torch >= 2.8 (training_args.py default_optim)
 DEFAULT_OPTIM = "adamw_torch_fused"
+# adamw_torch_fused is what every stack the Trainer runs assumes (OptimizerKernel.auto)
+_KERNEL = {"adamw_torch": OptimizerKernel.foreach}
 #: Keys whose value is a list on a command line (nargs="+" in their dataclasses)
 LIST_KEYS = frozenset({"lora_target_modules", "lora_modules_to_save", "report_to", "fsdp"})
 #: Boolean keys: a bare flag is True; a following true/false word is their value
@@ -283,10 +286,17 @@ def optimizer(facts: Facts, where: str, name: str, optim_args: Any, default: boo
         momentum = str(optim_args).split("momentum=")[-1].split(",")[0]
         if as_float(facts, "optim_args", momentum) > 0:
             value = Optimizer.sgd_momentum
+    # torch.optim.AdamW with its default foreach step; "adamw_torch_fused" passes fused=True
+    # (trainer.py get_optimizer_cls_and_kwargs), the stacks' default
+    kernel = _KERNEL.get(key)
     if default:
         facts.default("optimizer", value, where)
+        if kernel:
+            facts.default("optimizer_kernel", kernel, where)
     else:
         facts.state("optimizer", value, where)
+        if kernel:
+            facts.state("optimizer_kernel", kernel, where)
     if note:
         facts.assume(note)
 
@@ -377,7 +387,7 @@ def lora_targets(facts: Facts, where: str, value: Any) -> tuple[str, ...]:
 # -- export -----------------------------------------------------------------------------------
 
 _OPTIM_NAME = {
-    Optimizer.adamw: "adamw_torch_fused",
+    Optimizer.adamw: DEFAULT_OPTIM,
     Optimizer.adamw8bit: "adamw_bnb_8bit",
     Optimizer.paged_adamw8bit: "paged_adamw_8bit",
     Optimizer.paged_adamw: "paged_adamw_32bit",
@@ -389,8 +399,11 @@ _OPTIM_NAME = {
 """memtui's optimizer -> the `optim` name that builds it."""
 
 
-def optim_name(optimizer: Optimizer) -> str:
-    return _OPTIM_NAME[optimizer]
+def optim_name(plan: Plan) -> str:
+    """The `optim` name that builds the plan's optimizer with its step kernel."""
+    if plan.optimizer is Optimizer.adamw and plan.optimizer_kernel is OptimizerKernel.foreach:
+        return "adamw_torch"
+    return _OPTIM_NAME[plan.optimizer]
 
 
 def export_args(plan: Plan) -> dict[str, Any]:
@@ -414,7 +427,7 @@ def export_args(plan: Plan) -> dict[str, Any]:
         or (plan.precision is Precision.bf16 and plan.stack is StackName.trainer),
         "dtype": "bfloat16" if plan.precision is Precision.bf16 else "float32",
         "gradient_checkpointing": plan.checkpointing is Checkpointing.full,
-        "optim": optim_name(plan.optimizer),
+        "optim": optim_name(plan),
         "use_liger_kernel": plan.loss is LossKind.fused,
         "attn_implementation": "eager" if plan.attention is Attention.eager else "sdpa",
     }
