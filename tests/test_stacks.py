@@ -18,7 +18,9 @@ from memtui.estimator import (
     breakdown,
     estimate,
 )
+from memtui.estimator.activations import layer_saved
 from memtui.estimator.model_source import load_model
+from memtui.estimator.stacks import STACKS
 
 LLAMA2_7B = load_model("meta-llama/Llama-2-7b-hf")
 HIDDEN, INNER, LAYERS = 4096, 11008, 32  # Llama-2-7B's config.json
@@ -110,3 +112,18 @@ def test_a_foreach_adamw_step_holds_one_moment_sized_copy_a_fused_one_none():
         breakdown(litgpt).transient.step
         > breakdown(litgpt.evolve(optimizer_kernel=OptimizerKernel.fused)).transient.step
     )
+
+
+def test_litgpt_runs_gelu_as_one_op_that_keeps_its_input():
+    # lit_gpt/model.py GptNeoxMLP.forward: F.gelu(x, approximate="tanh") keeps x alone, where
+    # Transformers' NewGELUActivation (phi-1.5's `gelu_new`) is written as elementwise ops in
+    # Python that keep four f-wide tensors (f = 8,192 for phi-1.5)
+    phi = load_model("microsoft/phi-1_5")
+
+    def intermediates(stack: StackName) -> int:
+        p = plan(model=phi, stack=stack, precision=Precision.bf16)
+        saved = layer_saved(phi.architecture, STACKS[stack].setup(p))
+        return sum(item.per_token for item in saved if item.what == "activation intermediates")
+
+    assert intermediates(StackName.litgpt) == 8192
+    assert intermediates(StackName.generic) == 4 * 8192

@@ -101,6 +101,11 @@ class Setup:
     norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
     weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
     kept three times in the compute dtype, the MLP's by gate and up twice."""
+    activation_saves: int | None = None
+    """f-wide tensors a plain MLP's activation saves beyond its input, when the stack's model
+    code computes it differently from Transformers' (`Architecture.activation_saves`): LitGPT's
+    GptNeoxMLP calls F.gelu(approximate=...), one op that keeps its input, whatever
+    `gelu_new` costs in Transformers' Python."""
     batch_labels: bool = False
     """The training loop's batch holds the labels beside the token ids through the step, one
     int64 per token (Trainer's `inputs["labels"]`, torchtune's and LitGPT's batch)."""
@@ -230,10 +235,10 @@ def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     return saved
 
 
-def _mlp(arch: Architecture) -> list[Saved]:
+def _mlp(arch: Architecture, setup: Setup) -> list[Saved]:
     h, f = arch.hidden_size, arch.intermediate_size
     if arch.mlp_kind == "plain":
-        k = arch.activation_saves
+        k = arch.activation_saves if setup.activation_saves is None else setup.activation_saves
         saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w("fc_in"))]
         if k:
             saved.append(Saved("activation intermediates", per_token=k * f))
@@ -370,7 +375,7 @@ def _layer_parts(
     # Norms on the attention and MLP outputs: Gemma 2 and 3's two beyond the pre-norms,
     # OLMo 2's two post-norms (their inputs are o_proj's and down_proj's outputs).
     output_norms = max(0, arch.norms_per_layer - 2) if pre else arch.norms_per_layer
-    mlp = _mlp(arch)
+    mlp = _mlp(arch, setup)
     if not pre:
         pass  # OLMo 2: the MLP reads the residual stream itself
     elif not arch.parallel_residual:

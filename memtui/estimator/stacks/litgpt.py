@@ -72,6 +72,8 @@ class LitGptStack(BookStack):
             kept_logits_bytes=2,
             loss_bytes=2,
             fused_qkv=True,
+            # lit_gpt/model.py GptNeoxMLP.forward: torch.nn.functional.gelu(x, approximate=...)
+            activation_saves=1,
         )
 
     def transient(
