@@ -127,3 +127,18 @@ def test_litgpt_runs_gelu_as_one_op_that_keeps_its_input():
 
     assert intermediates(StackName.litgpt) == 8192
     assert intermediates(StackName.generic) == 4 * 8192
+
+
+def test_litgpt_lora_on_part_of_qkv_keeps_the_update_that_zero_pad_scatters():
+    # lit_gpt/lora.py LoRAQKVLinear.zero_pad writes lora_B's output for the enabled parts into
+    # a zero qkv-wide tensor with index_copy, whose backward keeps its source (torch keeps it:
+    # checked on CPU); with q and v adapted that is 4096 + 4096 values per token for Llama-2-7B
+
+    def padded(stack: StackName, targets: tuple[str, ...]) -> int:
+        p = plan(stack=stack, precision=Precision.bf16, method=Method.lora, lora_targets=targets)
+        saved = layer_saved(LLAMA2_7B.architecture, STACKS[stack].setup(p))
+        return sum(item.per_token for item in saved if "zero_pad" in item.what)
+
+    assert padded(StackName.litgpt, ("q_proj", "v_proj")) == 2 * HIDDEN
+    assert padded(StackName.litgpt, ("q_proj", "k_proj", "v_proj")) == 0  # nothing to pad
+    assert padded(StackName.generic, ("q_proj", "v_proj")) == 0  # PEFT adapts each linear

@@ -101,6 +101,10 @@ class Setup:
     norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
     weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
     kept three times in the compute dtype, the MLP's by gate and up twice."""
+    padded_qkv_update: bool = False
+    """LitGPT's LoRAQKVLinear.zero_pad: when some but not all of q, k, v are adapted, it
+    scatters lora_B's output into a zero qkv-wide tensor with index_copy, whose backward keeps
+    its source (lit_gpt/lora.py; checked on CPU: the enabled parts' widths per token)."""
     activation_saves: int | None = None
     """f-wide tensors a plain MLP's activation saves beyond its input, when the stack's model
     code computes it differently from Transformers' (`Architecture.activation_saves`): LitGPT's
@@ -316,6 +320,13 @@ def _attention_parts(
     # normalized tensor for their weight in the activation dtype, or in fp32 where they
     # multiply by the weight before the cast (Gemma 3's 1 + w, OLMo 2's w * x).
     normalized = FP32 if arch.norm_output_fp32 else ACT
+    roles = setup.trainable_roles
+    if setup.padded_qkv_update and roles is not None:
+        widths = {"q": qw, "k": kvw, "v": arch.v_width}
+        adapted = [w for role, w in widths.items() if role in roles]
+        if 0 < len(adapted) < len(widths):
+            upto.append(Saved("LoRA update before zero_pad (index_copy's source)",
+                              per_token=sum(adapted)))  # fmt: skip
     if arch.qk_norm != "none":
         # per_head (Qwen3, Gemma 3): head_dim wide on every q and k head, one 1/rms per head;
         # full (OLMo 2): q_norm over q_proj's whole output, k_norm over k_proj's, one each

@@ -74,6 +74,7 @@ class LitGptStack(BookStack):
             fused_qkv=True,
             # lit_gpt/model.py GptNeoxMLP.forward: torch.nn.functional.gelu(x, approximate=...)
             activation_saves=1,
+            padded_qkv_update=True,
         )
 
     def transient(
