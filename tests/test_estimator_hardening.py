@@ -192,6 +192,23 @@ def test_hsdp_across_nodes_shards_inside_and_all_reduces_across() -> None:
     assert c.seconds_per_step == pytest.approx(42 / 450 + 2 / 50)  # NVLink 450, IB 50 GB/s
 
 
+def test_zero3_across_nodes_sends_most_of_its_bytes_inside_the_node() -> None:
+    # 8B parameters in bf16 (weights and gradients 16 GB each), ZeRO-3 over 2 nodes x 8:
+    # every GPU sends 15/16 (2 x 16 + 16) GB = 45 GB per step. A ring over 16 GPUs has 16
+    # links of which 2 (one per node) cross nodes, and NCCL spreads its channels over the
+    # node's NICs: 1/8 of each GPU's bytes go over InfiniBand (5.625 GB at 50 GB/s), 7/8
+    # over NVLink (39.375 GB at 450 GB/s). Before, all 45 GB were counted across: 0.9 s.
+    plan = Plan(
+        model=ModelSpec.from_parameters(8 * 10**9),
+        hardware=Hardware(gpus_per_node=8, nodes=2),
+        strategy=Strategy.zero3,
+    )
+    c = estimate(plan).communication
+    assert c.bytes_per_gpu_per_step == 45 * GB
+    assert c.seconds_per_step == pytest.approx(39.375 / 450 + 5.625 / 50)
+    assert "GB per GPU per step (inside and across)" in c.detail
+
+
 def test_zero3_gathers_the_nf4_base_under_qlora() -> None:
     # Llama-2-7B QLoRA, r = 16 on all linears: 39,976,960 adapter parameters (PEFT).
     # The NF4 base (bitsandbytes, blocksize 64, double quant: 8-bit absmax, one fp32 per 256

@@ -36,6 +36,10 @@ def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float
         inter = 2 * (nodes - 1) / nodes * grads / g if nodes > 1 else 0.0
         return intra, inter
     ring = (n - 1) / n
+    # A flat ring over nodes of g data-parallel GPUs: one link of each g crosses a node, and
+    # NCCL spreads its channels (rings) over the node's NICs, one per GPU (rail-optimised
+    # nodes): on average 1/g of what a GPU sends goes across, the rest over NVLink.
+    g = max(1, plan.hardware.gpus_per_node // plan.tp)
     if how.shards_weights:
         # ZeRO-3 / FSDP: all-gather in forward and backward, reduce-scatter, per micro-batch.
         sent = ga * ring * (2 * weights + grads)
@@ -46,7 +50,7 @@ def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float
     else:
         # Gradients are all-reduced once per step (no_sync / accumulation boundary).
         sent = 2 * ring * grads
-    return (0.0, sent) if nodes > 1 else (sent, 0.0)
+    return (sent * (g - 1) / g, sent / g) if nodes > 1 else (sent, 0.0)
 
 
 def tensor_parallel_volume(plan: Plan) -> float:
@@ -79,7 +83,9 @@ def communication(plan: Plan, state: StaticState) -> Communication:
         inter += tp
     total = intra + inter
     seconds = intra / hw.intra_node_bandwidth + inter / hw.inter_node_bandwidth
-    where = "inside the node" if not inter else ("across nodes" if not intra else "both")
+    where = (
+        "inside the node" if not inter else ("across nodes" if not intra else "inside and across")
+    )
     with_tp = f", {tp / 1e9:.1f} GB of it tensor parallel (tp {plan.tp})" if tp else ""
     return Communication(
         bytes_per_gpu_per_step=round(total),
