@@ -312,3 +312,12 @@ def test_every_listed_input_ends_with_0_1_or_2_and_one_line(
         assert out.stderr == ""
     else:
         assert says in _one_error_line(out)
+
+
+def test_a_theme_file_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    from memtui.ui.themes import load_theme_file
+
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"deep\.toml: TOML nested too deeply"):
+        load_theme_file(path)
