@@ -321,3 +321,10 @@ def test_a_theme_file_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
     path.write_text("a = " + "[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match=r"deep\.toml: TOML nested too deeply"):
         load_theme_file(path)
+
+
+def test_a_prometheus_answer_nested_too_deeply_is_unreadable_not_a_crash() -> None:
+    from memtui.telemetry.prometheus import _json
+
+    assert _json(b"[" * 100_000 + b"]" * 100_000) is None
+    assert _json(b'{"status": "success"}') == {"status": "success"}
