@@ -3,6 +3,7 @@
     python benchmarks/bench_ui.py                   # the full run: a minute of watching
     python benchmarks/bench_ui.py --duration 15     # shorter watch
     python benchmarks/bench_ui.py --runs 3          # fewer start-up samples
+    python benchmarks/bench_ui.py --soak-only 180 --soak-interval 0.1   # issue 13's soak alone
 
 Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal
@@ -305,6 +306,26 @@ def _median_ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:7.0f} ms (median of {len(values)})"
 
 
+def soak(fake: FakeNvml, env: dict[str, str], seconds: float, interval: float, every: float) -> int:
+    """Print section 4: RSS over a run with alerts firing; "flat" is the last third's median
+    against the first third's."""
+    print(f"\n4. soak: {seconds:g} s at {1 / interval:g} Hz, alerts firing, "
+          "a refused key every second")  # fmt: skip
+    samples = soak_figures(fake, env, seconds, interval, every)
+    if len(samples) < 3:
+        print("   too few samples (memtui exited?)")
+        return 1
+    third = max(1, len(samples) // 3)
+    first = statistics.median(rss for _, rss in samples[:third])
+    last = statistics.median(rss for _, rss in samples[-third:])
+    span_min = (samples[-1][0] - samples[0][0]) / 60
+    print("   RSS MiB: " + " ".join(f"{rss:.0f}" for _, rss in samples))
+    print(f"   first third {first:.1f} MiB, last third {last:.1f} MiB: "
+          f"{last - first:+.1f} MiB over {span_min:.1f} min, "
+          f"max {max(rss for _, rss in samples):.1f} MiB")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of watching (60)")
@@ -313,8 +334,13 @@ def main() -> int:
     parser.add_argument("--soak", type=float, metavar="S", help="also: S seconds with alerts")
     parser.add_argument("--soak-interval", type=float, default=1.0, help="soak poll interval")
     parser.add_argument("--soak-every", type=float, default=10.0, help="soak RSS sample period")
+    parser.add_argument(
+        "--soak-only", type=float, metavar="S", help="only the soak (4.), S seconds: 1-3 skipped"
+    )
     args = parser.parse_args()
     fake, env = fake_node("memtui-bench-ui-")
+    if args.soak_only:
+        return soak(fake, env, args.soak_only, args.soak_interval, args.soak_every)
     print(f"memtui UI benchmark: {GPUS} GPUs x {PER_GPU} processes on the fake libnvidia-ml, "
           f"terminal {COLS}x{ROWS}, {os.cpu_count()} CPUs")  # fmt: skip
 
@@ -363,20 +389,7 @@ def main() -> int:
         print(f"   memtui - floor: RSS {m['rss_mib'] - floor['rss_mib']:+.0f} MiB")
 
     if args.soak:
-        print(f"\n4. soak: {args.soak:g} s at {1 / args.soak_interval:g} Hz, alerts firing, "
-              "a refused key every second")  # fmt: skip
-        samples = soak_figures(fake, env, args.soak, args.soak_interval, args.soak_every)
-        if len(samples) < 3:
-            print("   too few samples (memtui exited?)")
-            return 1
-        third = max(1, len(samples) // 3)
-        first = statistics.median(rss for _, rss in samples[:third])
-        last = statistics.median(rss for _, rss in samples[-third:])
-        span_min = (samples[-1][0] - samples[0][0]) / 60
-        print("   RSS MiB: " + " ".join(f"{rss:.0f}" for _, rss in samples))
-        print(f"   first third {first:.1f} MiB, last third {last:.1f} MiB: "
-              f"{last - first:+.1f} MiB over {span_min:.1f} min, "
-              f"max {max(rss for _, rss in samples):.1f} MiB")  # fmt: skip
+        return soak(fake, env, args.soak, args.soak_interval, args.soak_every)
     return 0
 
 

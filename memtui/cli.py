@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -20,6 +21,22 @@ from memtui.errors import UsageError
 SUBCOMMANDS = (estimate, export, measure, models, watch, snapshot, dashboard)
 #: First tokens that keep argparse's top-level meaning; any other flag starts the dashboard.
 _TOP_LEVEL_FLAGS = {"-h", "--help", "--version"}
+#: A value that starts like a negative number (-7B, -1e3, -.5GB): argparse takes only plain
+#: negative numbers (-7, -0.5) as values, so `--params -7B` said "expected one argument".
+_NEGATIVE_VALUE = re.compile(r"-\.?\d")
+
+
+def _attach_negative_values(tokens: list[str]) -> list[str]:
+    """`--flag -7B` as `--flag=-7B`, so the value reaches the flag's own check, which says
+    what is wrong with it (no option of memtui starts with a digit)."""
+    out: list[str] = []
+    for token in tokens:
+        last = out[-1] if out else ""
+        if _NEGATIVE_VALUE.match(token) and last.startswith("--") and "=" not in last:
+            out[-1] = f"{last}={token}"
+        else:
+            out.append(token)
+    return out
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -54,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tokens = list(sys.argv[1:] if argv is None else argv)
         if not tokens or (tokens[0].startswith("-") and tokens[0] not in _TOP_LEVEL_FLAGS):
             tokens.insert(0, "dashboard")  # `memtui [dashboard flags]` is `memtui dashboard`
-        args = parser.parse_args(tokens)
+        args = parser.parse_args(_attach_negative_values(tokens))
     finally:
         gc.enable()
     try:

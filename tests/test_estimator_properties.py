@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -218,6 +218,10 @@ anything = st.one_of(
     strategy=st.one_of(st.sampled_from([s.value for s in Strategy]), anything),
     offload=st.sampled_from(["none", "optimizer", "params", "bogus"]),
 )
+@example(  # an adapter of 7e-291 parameters: accepted with 0 trainable before issue 13
+    gpus=8, micro_batch=1, seq_len=512, tp=1, rank=8, fraction=1e-300, method="lora",
+    strategy="fsdp", offload="none",
+)  # fmt: skip
 def test_any_input_gives_a_report_or_a_validation_error(
     gpus, micro_batch, seq_len, tp, rank, fraction, method, strategy, offload
 ):
@@ -237,4 +241,11 @@ def test_any_input_gives_a_report_or_a_validation_error(
     except ValidationError:
         return
     report = estimate(plan)
-    assert report.budget.total > 0
+    b = report.budget
+    # an accepted plan trains something and gives a whole, consistent budget
+    assert report.parameters.trainable >= 1
+    assert all(t.bytes >= 0 for t in b.terms)
+    assert b.total == sum(t.bytes for t in b.terms) > 0
+    assert report.parameters.total >= plan.model.parameters
+    mine = next(r for r in report.strategies if r.strategy is plan.strategy)
+    assert mine.applicable and mine.per_gpu_total == b.total

@@ -199,3 +199,132 @@ def test_a_usage_error_escapes_what_the_user_passed(tmp_path: Path) -> None:
     assert out.returncode == 2
     line = _one_error_line(out)
     assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line
+
+
+# -- `memtui estimate`, `models` and plan files (issue 13's every other input) ----------------
+
+
+def _files(tmp: Path) -> dict[str, str]:
+    """The hostile files of issue 13, written under `tmp`, by the name the cases use."""
+    from memtui.estimator.catalog import CATALOG
+
+    gpt2 = dict(CATALOG["openai-community/gpt2"].config)
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    texts = {
+        "deep.json": deep,
+        "deep.yaml": "[" * 100_000 + "]" * 100_000,
+        "deep.toml": "a = " + "[" * 100_000 + "]" * 100_000,
+        "huge_hidden.json": json.dumps({**gpt2, "n_embd": 12 * 10**30}),
+        "float_hidden.json": json.dumps({**gpt2, "n_embd": 1e30}),
+        "misspelt_hardware.toml": '[model]\nref = "openai-community/gpt2"\n[hardware]\n'
+        "gpu_per_node = 4\n",
+        "misspelt_overhead.toml": '[model]\nref = "openai-community/gpt2"\n[overhead]\n'
+        "cuda_contxt = 1\n",
+        "misspelt_model.toml": '[model]\nref = "openai-community/gpt2"\nrefx = 1\n',
+        "negative.toml": "[model]\nparameters = -7\n",
+        "words.toml": '[model]\nparameters = "seven"\n',
+        "huge.toml": "[model]\nparameters = 100000000000000000000000000000\n",
+    }
+    paths = {}
+    for name, text in texts.items():
+        path = tmp / name
+        path.write_text(text)
+        paths[name] = str(path)
+    return paths
+
+
+GPT2 = ("--model", "openai-community/gpt2")
+#: (argv, exit code, what the one line on stderr says; None: exit 0 and nothing on stderr).
+#: A {name} is a file of `_files`.
+HOSTILE_RUNS = [
+    (("estimate", "--params", "1e999"), 2, "'1e999' is too large"),
+    (("estimate", "--params", "1e400B"), 2, "'1e400B' is too large"),
+    (("estimate", "--gpu-memory", "1e999GB"), 2, "'1e999GB' is too large"),
+    (("estimate", "--cuda-context", "1e999GB"), 2, "'1e999GB' is too large"),
+    (("estimate", "--gpu-memory", "1e200GB"), 2, "gpu_memory: 1e+209 is above"),
+    (("estimate", "--nccl-buffers", "1e200GB"), 2, "nccl: 1e+209 is above"),
+    (("estimate", *GPT2, "--lora-targets", "q_proj"), 2, "'q_proj' matches no module"),
+    (("estimate", "--model", "{deep.json}"), 2, "JSON nested too deeply"),
+    (("estimate", "--from", "{deep.json}"), 2, "JSON nested too deeply"),
+    (("estimate", "--from", "{deep.yaml}"), 2, "YAML nested too deeply"),
+    (("dashboard", "--plan", "{deep.toml}"), 2, "TOML nested too deeply"),
+    (("watch", "--replay", "{deep.json}", "--once"), 1, "holds no memtui snapshots"),
+    (("estimate", "--params", "0"), 2, "parameters: Input should be greater than 0"),
+    (("estimate", "--params", "0.1"), 2, "parameters: Input should be greater than 0"),
+    (("estimate", "--model", ""), 2, "--model is empty"),
+    (("estimate", "--params", "1e30"), 2, "parameters: 1e+30 is above 1e+14"),
+    (("estimate", "--params", "1e14"), 0, None),
+    (("estimate", "--model", "{huge_hidden.json}"), 2, "huge_hidden.json: parameters: "),
+    (("estimate", "--model", "{float_hidden.json}"), 2, "must be an integer, got number"),
+    (("estimate", *GPT2, "--tp", "5"), 2, "tp (5) must divide the GPU count (8)"),
+    (("estimate", *GPT2, "--gpus", "5", "--tp", "5"), 2, "attention heads (12)"),
+    (("estimate", *GPT2, "--tp", "8"), 2, "tp (8) must divide the model's attention heads"),
+    (("estimate", *GPT2, "--gpus", "12", "--tp", "12"), 0, None),
+    (("estimate", "--gpus", "64", "--tp", "64"), 2, "attention heads (32)"),
+    (("estimate", "--method", "lora", "--lora-targets", ",,,"), 2, "no LoRA targets"),
+    (
+        ("estimate", "--params", "7B", "--method", "lora", "--lora-fraction", "1e-300"),
+        2,
+        "not one adapter parameter",
+    ),
+    (
+        ("estimate", "--lora-fraction", "0.1", "--method", "full"),
+        2,
+        "--lora-fraction sizes LoRA adapters, but the method is full",
+    ),
+    (("estimate", "--offload", "params", "--strategy", "zero3"), 0, None),
+    (("estimate", "--offload", "params", "--strategy", "zero2"), 2, "parameter offload needs"),
+    (("estimate", "--params", "-7B"), 2, "'-7B' is negative"),
+    (("estimate", "--params", "-7"), 2, "'-7' is negative"),
+    (("estimate", "--gpu-memory", "-80GB"), 2, "'-80GB' is negative"),
+    (("models", "!!!"), 2, "no catalog model matches '!!!'"),
+    (("models", "zzzz"), 2, "no catalog model matches 'zzzz'"),
+    (("models", "llama 2 7b"), 0, None),
+    (("dashboard", "--plan", "{misspelt_hardware.toml}"), 2, "hardware.gpu_per_node"),
+    (("dashboard", "--plan", "{misspelt_overhead.toml}"), 2, "overhead.cuda_contxt"),
+    (("dashboard", "--plan", "{misspelt_model.toml}"), 2, "[model] has no key 'refx'"),
+    (("dashboard", "--plan", "{negative.toml}"), 2, "model.parameters: must be a whole"),
+    (("dashboard", "--plan", "{words.toml}"), 2, "model.parameters: must be a whole"),
+    (("dashboard", "--plan", "{huge.toml}"), 2, "parameters: 1e+29 is above 1e+14"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"), HOSTILE_RUNS, ids=[" ".join(argv) for argv, _, _ in HOSTILE_RUNS]
+)
+def test_every_listed_input_ends_with_0_1_or_2_and_one_line(
+    tmp_path: Path, argv: tuple[str, ...], code: int, says: str | None
+) -> None:
+    files = _files(tmp_path)
+    args = [files[a[1:-1]] if a.startswith("{") else a for a in argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "memtui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == code, (out.returncode, out.stderr[-2000:])
+    if says is None:
+        assert out.stderr == ""
+    else:
+        assert says in _one_error_line(out)
+
+
+def test_a_theme_file_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    from memtui.ui.themes import load_theme_file
+
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"deep\.toml: TOML nested too deeply"):
+        load_theme_file(path)
+
+
+def test_a_prometheus_answer_nested_too_deeply_is_unreadable_not_a_crash() -> None:
+    from memtui.telemetry.prometheus import _json
+
+    assert _json(b"[" * 100_000 + b"]" * 100_000) is None
+    assert _json(b'{"status": "success"}') == {"status": "success"}

@@ -104,3 +104,26 @@ async def test_gpu_lost_is_said_before_a_long_error(tmp_path: Path, size: tuple[
         await _started(app, pilot)
         shown = "\n".join(_panel_lines(app, app.screen.query_one(GpuPanel)))
         assert ("GPU LOST" if size[0] >= 100 else "LOST") in shown, shown
+
+
+async def test_tp_traffic_and_strategies_a_plan_cannot_run_are_said_on_screen() -> None:
+    """Issue 13: TP's own collectives are part of the communication line (4.3 GB for
+    Llama-2-7B at tp 2: 32 layers x 4 all-reduces of 4096 x 4096 x 2 B), and a strategy the
+    plan cannot run reads n/a, not 0 and 'no'."""
+    from memtui.estimator import Offload, Strategy
+    from memtui.ui.communication import CommunicationLine
+    from memtui.ui.strategy_table import StrategyTable
+
+    plan = llama_plan().evolve(tp=2, strategy=Strategy.zero3, offload=Offload.params)
+    app = make_app(plan)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await wait_for(pilot, lambda: "parallel)" in _rendered(app, CommunicationLine))
+        line = " ".join(_rendered(app, CommunicationLine).split())  # it wraps at 110 columns
+        assert "(4.3 GB of it tensor parallel)" in line, line
+        rows = _rendered(app, StrategyTable).splitlines()
+        ddp = next(row for row in rows if row.split()[:1] == ["ddp"])
+        assert ddp.split()[1:] == ["-", "-", "n/a", "-"], ddp
+
+
+def _rendered(app: Any, kind: type) -> str:
+    return "\n".join(_panel_lines(app, app.screen.query_one(kind)))

@@ -73,8 +73,13 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):
         strat.add_column(col, justify="left" if col == "Strategy" else "right")
+    why: dict[str, list[str]] = {}
     for row in report.strategies:
         mark = "*" if row.strategy is plan.strategy else ""
+        if not row.applicable:  # no figures of a plan that cannot run: say why instead
+            strat.add_row(f"{row.strategy.value}{mark}", "-", "-", "-", "n/a", "-")
+            why.setdefault(row.note, []).append(row.strategy.value)
+            continue
         strat.add_row(
             f"{row.strategy.value}{mark}",
             f"{row.per_gpu_static / plan.model.parameters:.2f}",
@@ -84,6 +89,8 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
             str(row.max_micro_batch),
         )
     console.print(strat)
+    for note, names in why.items():
+        console.print(f"n/a ({', '.join(names)}): {note}")
 
     levers = Table(title="Levers, in the order to pull them", title_justify="left")
     for col in ("Lever", "Saves GB", "Cost", "State"):
@@ -100,4 +107,9 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     console.print(
         f"Communication: {_gb(c.bytes_per_gpu_per_step)} GB per GPU per step, "
         f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
+        + (
+            f" ({_gb(c.tensor_parallel_bytes)} GB of it tensor parallel)"
+            if c.tensor_parallel_bytes
+            else ""
+        )
     )

@@ -362,7 +362,7 @@ def plan_and_import(
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.hardware import INTRA_NODE
     from memtui.estimator.model_source import load_model
-    from memtui.estimator.plan import ModelSpec, Plan
+    from memtui.estimator.plan import Method, ModelSpec, Plan
 
     if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
@@ -413,10 +413,17 @@ def plan_and_import(
         if imported is not None:
             imported.notes += notes
         try:
-            return start.evolve(model=model, **changes), imported
+            plan = start.evolve(model=model, **changes)
         except (ValidationError, ValueError) as err:
             if imported is None:
                 raise
             raise UsageError(f"{imported.label}: {one_line(err)}") from None
+        if args.lora_fraction is not None and plan.method is Method.full:
+            # it would size only the LoRA levers' figures, never the estimate asked for
+            raise UsageError(
+                "--lora-fraction sizes LoRA adapters, but the method is full: add --method "
+                "lora or qlora"
+            )
+        return plan, imported
     except (ValidationError, ModelConfigError, ValueError) as err:
         raise UsageError(one_line(err)) from None

@@ -856,9 +856,11 @@ def find(query: str) -> list[CatalogEntry]:
     """Entries matching a query, best first: entries whose id or alias holds every word of
     the query from a word start (ignoring case and punctuation, so 'llama3 8b' finds
     'Meta-Llama-3-8B'), then close fuzzy matches."""
-    words = [_normal(w) for w in query.split() if _normal(w)]
-    if not words:
+    if not query.strip():
         return list(CATALOG.values())
+    words = [_normal(w) for w in query.split() if _normal(w)]
+    if not words:  # punctuation only ('!!!') names no model: no match, as 'zzzz' has none
+        return []
     hits = [e for e in CATALOG.values() if any(_matches(words, n) for n in (e.repo_id, *e.aliases))]
     if hits:
         return hits  # catalog order: by family, then by size

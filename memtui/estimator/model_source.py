@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memtui.errors import one_line
 from memtui.estimator.catalog import base_of_variant, lookup_id
 from memtui.estimator.configs import ModelConfigError, architecture_from_config
 from memtui.estimator.plan import ModelSpec
@@ -69,15 +70,22 @@ def read_config_file(path: Path) -> dict:
         raise ModelConfigError(
             f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
         ) from None
+    except RecursionError:  # json's decoder recurses once per level: 100,000 '{' end it
+        raise ModelConfigError(f"{path}: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ModelConfigError(f"{path}: expected a JSON object at the top level")
     return data
 
 
 def _from_file(name: str, path: Path, origin: Origin) -> ResolvedModel:
+    from pydantic import ValidationError
+
     config = read_config_file(path)
     arch = architecture_from_config(config, str(path))
-    return ResolvedModel(ModelSpec.from_architecture(name, arch), config, origin)
+    try:
+        return ResolvedModel(ModelSpec.from_architecture(name, arch), config, origin)
+    except ValidationError as err:  # a count past MAX_PARAMETERS: name the file
+        raise ModelConfigError(f"{path}: {one_line(err)}") from None
 
 
 def _cached_config(repo_id: str, cache: Path) -> Path | None:

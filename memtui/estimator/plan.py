@@ -7,8 +7,9 @@ the CLI builds it from flags. Every field says what it means and its unit.
 from __future__ import annotations
 
 import operator
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.choices import (
@@ -28,6 +29,35 @@ from memtui.estimator.frozen import Frozen
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.units import GiB
 
+MAX_PARAMETERS = 10**14
+"""The most parameters a plan may have: some 50x the largest published models (Switch-C 1.6T,
+Kimi K2 1.04T parameters), so no real model is refused, while a typo (1e30) is; and a term of
+up to ~20 B/param stays below 2^53 bytes, where float64 sums are exact to the byte."""
+MAX_BYTES = 2**50
+"""The most bytes a GPU's memory or an overhead term may be given: 1 PiB, some 3,500x the
+largest card (B300, 288 GB), so past it a size is a typo."""
+MAX_ELEMENTS = MAX_PARAMETERS
+"""The most elements a DeepSpeed bucket or threshold may be given (no buffer outgrows the
+model)."""
+
+
+def _at_most(limit: int, why: str) -> AfterValidator:
+    """A check that a number is at most `limit`, whose error says the limit and why."""
+
+    def check(value: int) -> int:
+        if value > limit:
+            raise ValueError(f"{value:.3g} is above {limit:.3g} ({why})")
+        return value
+
+    return AfterValidator(check)
+
+
+Parameters = Annotated[
+    int, Field(gt=0), _at_most(MAX_PARAMETERS, "50x the largest published model: a typo?")
+]
+Bytes = Annotated[int, _at_most(MAX_BYTES, "1 PiB, far beyond any GPU: a typo?")]
+Elements = Annotated[int, _at_most(MAX_ELEMENTS, "more than any model has: a typo?")]
+
 ACTIVATION_FIELDS = frozenset(
     {"micro_batch", "seq_len", "grad_accum", "attention", "checkpointing"}
 )
@@ -39,7 +69,7 @@ class ModelSpec(Frozen):
 
     name: str
     """What the user called it: a catalog id, a path, or the bare count."""
-    parameters: int = Field(gt=0)
+    parameters: Parameters
     """Total parameters (exact when read from an architecture)."""
     architecture: Architecture
     """The real architecture, or a shape assumed from the count (`architecture.assumed`)."""
@@ -65,7 +95,7 @@ class Hardware(Frozen):
     """GPUs in one node."""
     nodes: int = Field(1, ge=1, le=100_000)
     """Nodes; GPUs in all = gpus_per_node x nodes."""
-    gpu_memory: int = Field(81559 * 2**20, gt=0)
+    gpu_memory: Bytes = Field(81559 * 2**20, gt=0)
     """Bytes per GPU, as NVML reports the total (default: H100 80GB, 81559 MiB)."""
     gpu_name: str = "H100 80GB SXM"
     """The card, for display."""
@@ -88,12 +118,12 @@ class OverheadSettings(Frozen):
 
     enabled: bool = True
     """False: show the model's tensors alone (`--overhead none`)."""
-    cuda_context: int = Field(512 * 2**20, ge=0)
+    cuda_context: Bytes = Field(512 * 2**20, ge=0)
     """Bytes of CUDA context + kernel images per process, outside PyTorch's allocator (only
     nvidia-smi sees it). CUDA 11.7+ with lazy module loading: 287 MB on the GPU of PyTorch
     PR #86509, 300-400 MB per PyTorch's maintainers (issues #107667, #109888); no published
     H100 figure, so 512 MiB until benchmarks/cuda_check.py measures it."""
-    nccl: int = Field(1 * GiB, ge=0)
+    nccl: Bytes = Field(1 * GiB, ge=0)
     """Bytes NCCL keeps once communicators exist, outside PyTorch's allocator: NCCL_BUFFSIZE
     4 MiB (+ LL and LL128 buffers) per channel per peer (nccl src/init.cc); 544-688 MB per
     group on 4 x A100 (NVIDIA/nccl #964), about 1.6 GB after an all-reduce (#864), NVLS adds
@@ -114,13 +144,13 @@ class DeepSpeedSettings(Frozen):
     None means "auto", resolved as Transformers' HfTrainerDeepSpeedConfig does from the
     model's hidden size."""
 
-    reduce_bucket_size: int | None = Field(None, ge=1)
+    reduce_bucket_size: Elements | None = Field(None, ge=1)
     """Elements of the gradient reduce bucket (auto: hidden^2; DeepSpeed's own default 5e8)."""
-    prefetch_bucket_size: int | None = Field(None, ge=0)
+    prefetch_bucket_size: Elements | None = Field(None, ge=0)
     """ZeRO-3: elements gathered ahead of use (auto: 0.9 hidden^2; DeepSpeed's 5e7)."""
-    max_live_parameters: int = Field(10**9, ge=1)
+    max_live_parameters: Elements = Field(10**9, ge=1)
     """ZeRO-3: at most this many gathered elements alive (stage3_max_live_parameters)."""
-    persistence_threshold: int | None = Field(None, ge=0)
+    persistence_threshold: Elements | None = Field(None, ge=0)
     """ZeRO-3: parameters this small are never partitioned (auto: 10 hidden; 1e5)."""
     overlap_comm: bool | None = None
     """Double the reduce bucket to overlap communication; None: DeepSpeed's default (on for
@@ -128,7 +158,7 @@ class DeepSpeedSettings(Frozen):
     grad_accum_fp32: bool = False
     """data_types.grad_accum_dtype fp32: ZeRO-1 then runs BF16_Optimizer, which keeps a full
     fp32 gradient buffer (runtime/bf16_optimizer.py)."""
-    sub_group_size: int = Field(10**9, ge=1)
+    sub_group_size: Elements = Field(10**9, ge=1)
     """ZeRO-3: the optimizer steps sub-groups of this many elements at a time."""
 
 
@@ -203,12 +233,28 @@ class Plan(Frozen):
     def _check(self) -> Plan:
         if self.hardware.gpus % self.tp:
             raise ValueError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
+        arch = self.model.architecture
+        if self.tp > 1 and not arch.assumed:  # a bare count's heads are a guess: not checked
+            # Megatron-LM gives each TP rank whole heads and whole KV groups: divide()
+            # asserts num_attention_heads and num_query_groups are multiples of the TP size
+            # (megatron/core/transformer/attention.py; Shoeybi et al. 2019 sec. 3)
+            for what, heads in (("attention heads", arch.num_heads), ("KV heads", arch.kv_heads)):
+                if heads % self.tp:
+                    raise ValueError(
+                        f"tp ({self.tp}) must divide the model's {what} ({heads}): each "
+                        "tensor-parallel rank holds whole heads"
+                    )
         if self.offload is Offload.params and not strategy_spec(self.strategy).shards_weights:
             raise ValueError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
             )
         if not self.lora_targets:
             raise ValueError("no LoRA targets: use attention, all-linear or module names")
+        if self.lora_fraction is not None and round(self.model.parameters * self.lora_fraction) < 1:
+            raise ValueError(
+                f"lora_fraction {self.lora_fraction:g} of {self.model.parameters:,} parameters "
+                "is not one adapter parameter"
+            )
         # checked whatever the method: the LoRA levers and the method key switch to LoRA
         self.model.architecture.lora_layers(self.lora_targets)
         if self.modules_to_save:

@@ -103,6 +103,8 @@ class Communication(Frozen):
     relative_to_ddp: float
     seconds_per_step: float
     detail: str
+    tensor_parallel_bytes: int = 0
+    """Of bytes_per_gpu_per_step, what tensor parallelism's activation collectives send."""
 
 
 class RuntimeLine(Frozen):

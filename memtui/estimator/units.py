@@ -6,6 +6,7 @@ turns text into bytes or bytes into text, so "GB" (10^9) and "GiB" (2^30) never 
 
 from __future__ import annotations
 
+import math
 import re
 
 GB = 10**9
@@ -25,14 +26,20 @@ _SIZE_UNITS = {
     "tib": 2**40,
 }
 _COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
+_NUMBER = r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
 
 
-def _number(text: str, mantissa: str, exponent: str | None) -> float:
-    value = float(mantissa) * (10 ** int(exponent) if exponent else 1)
-    if value < 0:
-        raise ValueError(f"{text!r} is negative")
-    return value
+def _number(
+    text: str, what: str, sign: str, mantissa: str, exponent: str | None, scale: int
+) -> int:
+    """The whole number `sign mantissa e exponent x scale`; float's own parser turns an
+    exponent past its range into inf (never int ** n, which overflows converting back)."""
+    if sign == "-" and float(mantissa) != 0:
+        raise ValueError(f"{text!r} is negative; use a positive {what}")
+    value = float(f"{mantissa}e{exponent or 0}") * scale
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is too large for a {what}")
+    return round(value)
 
 
 def parse_size(text: str) -> int:
@@ -40,8 +47,8 @@ def parse_size(text: str) -> int:
     match = re.fullmatch(_NUMBER + r"\s*([kmgt]i?b|b)?", text.strip().lower())
     if not match:
         raise ValueError(f"{text!r} is not a size; use e.g. 80GB, 80GiB or 81559MiB")
-    mantissa, exponent, unit = match.groups()
-    return round(_number(text, mantissa, exponent) * _SIZE_UNITS[unit or ""])
+    sign, mantissa, exponent, unit = match.groups()
+    return _number(text, "size", sign, mantissa, exponent, _SIZE_UNITS[unit or ""])
 
 
 def parse_count(text: str) -> int:
@@ -49,8 +56,8 @@ def parse_count(text: str) -> int:
     match = re.fullmatch(_NUMBER + r"\s*([kmbt])?", text.strip().lower())
     if not match:
         raise ValueError(f"{text!r} is not a parameter count; use e.g. 13B, 13e9 or 125M")
-    mantissa, exponent, suffix = match.groups()
-    return round(_number(text, mantissa, exponent) * _COUNT_SUFFIXES[suffix or ""])
+    sign, mantissa, exponent, suffix = match.groups()
+    return _number(text, "count", sign, mantissa, exponent, _COUNT_SUFFIXES[suffix or ""])
 
 
 def format_bytes(n: float, unit: str = "GB", digits: int = 1) -> str:
@@ -61,7 +68,9 @@ def format_bytes(n: float, unit: str = "GB", digits: int = 1) -> str:
 
 def format_count(n: int) -> str:
     """Parameters as people say them: 6738415616 -> '6.74B'."""
+    # the scale is chosen on the figure as printed (3 significant digits): 999,885,952
+    # rounds to 1.00B, not "1e+03M"
     for suffix, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
-        if abs(n) >= scale:
+        if abs(float(f"{n:.3g}")) >= scale:
             return f"{n / scale:.3g}{suffix}"
     return str(n)

@@ -170,6 +170,8 @@ def parse_json(text: str, shown: str) -> Any:
         raise ConfigError(
             f"{shown}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
         ) from None
+    except RecursionError:  # json's decoder recurses once per level
+        raise ConfigError(f"{shown}: JSON nested too deeply") from None
 
 
 def parse_yaml(text: str, shown: str) -> Any:
@@ -183,6 +185,8 @@ def parse_yaml(text: str, shown: str) -> Any:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ConfigError(f"{shown}: not valid YAML ({problem}{where})") from None
+    except RecursionError:  # PyYAML's composer recurses once per level
+        raise ConfigError(f"{shown}: YAML nested too deeply") from None
 
 
 def mapping(data: Any, shown: str, kind: str) -> dict[str, Any]:

@@ -92,6 +92,8 @@ def load_plan(path: str | Path) -> Plan:
         raise UsageError(f"--plan {source}: cannot read it ({err.strerror or err})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UsageError(f"--plan {source}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise UsageError(f"--plan {source}: TOML nested too deeply") from None
     model = data.pop("model", None)
     try:
         if not isinstance(model, dict):

@@ -642,7 +642,7 @@ def _bytes(mib: float | None) -> int | None:
 def _json(payload: bytes) -> dict[str, Any] | None:
     try:
         data = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # json recurses once per level
         return None
     return data if isinstance(data, dict) else None
 

@@ -69,7 +69,7 @@ def parse_line(line: str | bytes) -> ClusterSnapshot | None:
         if "nodes" in data:  # a cluster line (format 2); a node line has no such key
             return ClusterSnapshot.model_validate(data)
         return ClusterSnapshot.of_node(NodeSnapshot.model_validate(data))
-    except (ValidationError, ValueError):
+    except (ValidationError, ValueError, RecursionError):  # json recurses once per level
         return None
 
 

@@ -33,5 +33,7 @@ class CommunicationLine(ViewWidget):
             f"Communication: {size(c.bytes_per_gpu_per_step, view.unit)} per GPU per step, "
             f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
         )
+        if c.tensor_parallel_bytes:
+            text += f" ({size(c.tensor_parallel_bytes, view.unit)} of it tensor parallel)"
         # relayout only when the wrapped height changes
         self.show(text, -(-len(text) // max(1, self.size.width)))

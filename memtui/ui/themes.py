@@ -122,6 +122,8 @@ def load_theme_file(path: Path) -> ThemeFile:
         raise ValueError(f"theme {path}: cannot read it ({err})") from None
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"theme {path}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per level
+        raise ValueError(f"theme {path}: TOML nested too deeply") from None
     try:
         return ThemeFile(**data)
     except ValidationError as err:
