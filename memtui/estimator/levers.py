@@ -34,9 +34,20 @@ def _lever(
     cost: str,
     applied: bool,
     update: dict[str, Any],
-) -> Lever:
-    saves = 0 if applied else max(0, total - per_gpu_total(plan.model_copy(update=update)))
-    return Lever(name=name, saves_bytes=saves, cost=cost, applied=applied)
+) -> Lever | None:
+    """The lever, or None when the plan with it pulled breaks a rule of the plan or its
+    stack (a lever is never priced on a plan the user could not run)."""
+    if applied:
+        return Lever(name=name, saves_bytes=0, cost=cost, applied=True)
+    # model_copy skips validation (10 us a plan against 2 on this hot path): the updates are
+    # valid field values, so only the cross-field rules need checking
+    pulled = plan.model_copy(update=update)
+    try:
+        pulled.check_rules()
+    except ValueError:
+        return None
+    saves = max(0, total - per_gpu_total(pulled))
+    return Lever(name=name, saves_bytes=saves, cost=cost, applied=False)
 
 
 def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
@@ -47,7 +58,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
 
     stack = stack_for(plan)
 
-    def make(name: str, cost: str, applied: bool, **update: Any) -> Lever:
+    def make(name: str, cost: str, applied: bool, **update: Any) -> Lever | None:
         return _lever(plan, total, per_gpu_total, name, cost, applied, update)
 
     b = plan.micro_batch
@@ -151,7 +162,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
     return tuple(lever for lever in out if lever is not None)
 
 
-LeverMaker = Callable[..., Lever]
+LeverMaker = Callable[..., Lever | None]
 
 
 def _loss_lever(plan: Plan, losses: tuple[LossKind, ...], make: LeverMaker) -> Lever | None:

@@ -231,6 +231,11 @@ class Plan(Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> Plan:
+        return self.check_rules()
+
+    def check_rules(self) -> Plan:
+        """The cross-field rules, also for a plan made without validation (`model_copy`);
+        raises ValueError when one is broken."""
         if self.hardware.gpus % self.tp:
             raise ValueError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
         arch = self.model.architecture
