@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from fake_nvml.harness import node
 from rich.console import Console
-from test_ui_support import (
+from textual.binding import Binding
+from ui_helpers import (
     budget_total,
     demo_source,
     llama_plan,
@@ -18,7 +19,6 @@ from test_ui_support import (
     wait_for,
     write_trace,
 )
-from textual.binding import Binding
 
 from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
 from memtui.telemetry import NvmlSource, ReplaySource
@@ -137,7 +137,7 @@ def test_settings_rows_cover_every_plan_field() -> None:
 
 
 async def test_settings_rows_reach_every_plan_input(replay_trace: Path) -> None:
-    from test_ui_support import region_text
+    from ui_helpers import region_text
 
     from memtui.ui.plan_edits import SETTINGS
 
