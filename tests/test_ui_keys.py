@@ -309,7 +309,8 @@ async def test_resizing_across_the_narrow_width_keeps_the_strategy_table(
 
 
 async def test_plan_verdict_is_readable_at_100x30() -> None:
-    """DESIGN.md section 4: readable at 100x30, where the GPU pane is about 48 columns."""
+    """docs/architecture.md, "The screen": readable at 100x30, where the GPU pane is about 48
+    columns."""
     from memtui.estimator import Plan
 
     app = make_app(llama_plan(), None, plan_only_reason="no NVML here")

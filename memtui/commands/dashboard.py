@@ -71,7 +71,7 @@ def build(args: argparse.Namespace) -> Any:
 
     The live or replay source is opened and its first poll started (in a thread) before the
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
-    composes (DESIGN.md section 6: start to first full frame)."""
+    composes (docs/architecture.md, "Measuring and checking": start to first full frame)."""
     from memtui.telemetry import FirstPoll
 
     check_source_arguments(args)
