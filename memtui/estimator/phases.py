@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memtui.estimator.choices import Method, StackName
+from memtui.estimator.stacks.fsdp2 import shard_bytes
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.transient import unit_parameters
 
@@ -105,7 +106,7 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
         unit = max(largest, layer) if plan.stack is StackName.deepspeed else max(layer, root)
         gathered = round(plan.precision.activation_bytes * unit)
         if plan.stack in (StackName.fsdp1, StackName.fsdp2):
-            master = 4 if plan.precision.value != "bf16" else 2
+            master = shard_bytes(plan)  # the stack's own width of its shards
             moments = step.state.optimizer_states * spec.shard_count(plan) * plan.tp
             cpu = master * trainable + 2 * frozen + moments
             what = "FSDP's full state dict and full optimizer state gathered on rank 0"
