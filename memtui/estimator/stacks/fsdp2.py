@@ -182,6 +182,7 @@ class Fsdp2Stack(BookStack):
     # CPUOffloadPolicy moves parameters, gradients and the optimizer step together
     offloads = (Offload.none, Offload.params)
     optimizer_in_backward = False
+    saves_full_optimizer_state = True  # accelerate's FULL_STATE_DICT (fsdp1 too)
     #: the running unit, its all-gather buffer and the next unit's (prefetched)
     units_in_flight = 3
 
