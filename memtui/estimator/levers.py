@@ -20,6 +20,7 @@ from memtui.estimator.communication import volume
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
+from memtui.estimator.stacks import stack_for
 from memtui.estimator.strategies import strategy_spec
 
 PlanTotal = Callable[[Plan], int]
@@ -43,8 +44,6 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
     costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
     plan's stack cannot pull are left out."""
-    from memtui.estimator.stacks import stack_for  # the stacks import the levers' callers
-
     stack = stack_for(plan)
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever:
