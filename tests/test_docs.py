@@ -11,6 +11,7 @@ notes a clone does not carry.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -93,12 +94,12 @@ def sections(text: str) -> set[str]:
 
 
 def repository_files() -> list[Path]:
+    """Every file of the checkout, without version control, environments and caches."""
     skip = {".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
     files = []
-    for path in ROOT.rglob("*"):
-        rel = path.relative_to(ROOT)
-        if path.is_file() and not skip.intersection(rel.parts) and "egg-info" not in str(rel):
-            files.append(path)
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip and not d.endswith(".egg-info")]
+        files += [Path(folder) / name for name in names]
     return files
 
 
