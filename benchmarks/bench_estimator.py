@@ -1,4 +1,4 @@
-"""Estimator and CLI figures of DESIGN.md section 6, measured in one run.
+"""Estimator and CLI figures of docs/architecture.md, "Measuring and checking", measured in one run.
 
     python benchmarks/bench_estimator.py [--repeat N]
 

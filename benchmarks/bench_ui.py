@@ -1,4 +1,5 @@
-"""The dashboard's performance figures (DESIGN.md section 6), beside a bare Textual app and nvitop.
+"""The dashboard's performance figures (docs/architecture.md, "Measuring and checking"), beside a
+bare Textual app and nvitop.
 
     python benchmarks/bench_ui.py                   # the full run: a minute of watching
     python benchmarks/bench_ui.py --duration 15     # shorter watch

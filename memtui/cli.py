@@ -1,7 +1,7 @@
 """The one entry point: `memtui [dashboard flags]` or `memtui SUBCOMMAND ...`.
 
 argparse rather than click/typer: it costs nothing to import, which keeps
-`memtui estimate --json` near its floor (DESIGN.md section 6).
+`memtui estimate --json` near its floor (docs/architecture.md, "Measuring and checking").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared fixtures: the fake libnvidia-ml (DESIGN.md section 8).
+"""Shared fixtures: the fake libnvidia-ml (docs/architecture.md, "Testing without a GPU").
 
 Fixtures, reusable by name from any test module:
 - `fake_nvml_lib_dir` (session): directory with the compiled default fake `libnvidia-ml.so.1`.

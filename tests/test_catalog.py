@@ -15,7 +15,7 @@ from memtui.estimator.catalog import (
 from memtui.estimator.configs import FAMILIES, ModelConfigError
 from memtui.estimator.model_source import load_model, resolve_model
 
-# DESIGN.md section 5 and issue 2's anchors, exactly as published.
+# docs/architecture.md, "Reference results" and issue 2's anchors, exactly as published.
 ANCHORS = {
     "meta-llama/Llama-2-7b-hf": 6_738_415_616,
     "meta-llama/Llama-2-13b-hf": 13_015_864_320,

@@ -130,3 +130,30 @@ def test_a_stack_not_measured_on_cpu_says_why_in_one_line():
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert "not measured on CPU" in lines[0] and "CUDA" in lines[0]
+
+
+def test_a_stack_with_no_cpu_runner_is_refused_not_run_as_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a stack without a runner and without a NOT_MEASURED entry (a new stack whose author
+    # forgot it) must be refused, not measured through the FSDP2 runner
+    import types
+
+    import memtui.measure as measure_package
+    from memtui.estimator import StackName, Strategy
+    from memtui.measure import Unsupported, measure
+    from memtui.measure.grid import llama, plan_for
+
+    def ran_fsdp2(*args: object) -> None:
+        raise AssertionError("the litgpt plan was measured as FSDP2")
+
+    fake = types.ModuleType("memtui.measure.fsdp2")
+    fake.WORLD_SIZE = 2  # type: ignore[attr-defined]
+    fake.measure_fsdp2 = ran_fsdp2  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "memtui.measure.fsdp2", fake)
+    monkeypatch.delitem(measure_package.NOT_MEASURED, StackName.litgpt)
+    config = llama()
+    fields = {"stack": StackName.litgpt, "strategy": Strategy.ddp, "precision": "bf16"}
+    plan = plan_for(config, fields, "tiny")
+    with pytest.raises(Unsupported, match="--stack litgpt is not measured on CPU"):
+        measure("tiny", plan, config=config)

@@ -253,3 +253,15 @@ def test_a_workers_accelerate_environment_is_its_config() -> None:
     assert config["fsdp_config"]["fsdp_version"] == "2"
     assert config["parallelism_config"]["parallelism_config_dp_shard_size"] == "8"
     assert environment_config({"PATH": "/bin"}) is None
+
+
+def test_attach_on_a_source_that_is_not_live_nvml_reads_no_processes() -> None:
+    # the demo node's PIDs are made up: attach must not look them up on this machine
+    out = subprocess.run(
+        [sys.executable, "-m", "memtui", "watch", "--demo", "--once", "--attach", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["jobs"] == []
+    assert doc["notes"] == ["attach reads this machine's GPU processes (live NVML), not demo's"]

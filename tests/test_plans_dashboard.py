@@ -11,7 +11,7 @@ from typing import Any
 
 from attach_harness import direct, launchers
 from fake_nvml.harness import GiB, gpu
-from test_ui_support import budget_total, llama_plan, screen_of, text_of, wait_for
+from ui_helpers import budget_total, llama_plan, screen_of, text_of, wait_for
 
 from memtui.estimator import estimate
 from memtui.telemetry.nvml import NvmlSource

@@ -313,3 +313,18 @@ def test_export_of_a_stack_the_format_cannot_launch_exits_2(capsys) -> None:
     assert main(["export", "--format", "torchtune", "--stack", "deepspeed"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "torchtune" in err
+
+
+def test_the_cli_offers_every_export_format_and_only_those() -> None:
+    # `memtui export --format` names the formats without importing the codecs; a format added
+    # to the registry but not to the CLI (or the other way) must fail here
+    from memtui.commands.export import FORMATS
+    from memtui.estimator.choices import StackName
+    from memtui.plans.registry import EXPORTS, format_for
+
+    assert tuple(EXPORTS) == FORMATS
+    assert set(SUFFIX) == set(EXPORTS)
+    plan = Plan(model=load_model("openai-community/gpt2"), strategy="ddp")
+    for stack in StackName:
+        fmt = format_for(plan.model_copy(update={"stack": stack}))  # format_for reads the stack
+        assert fmt is None or fmt in EXPORTS, (stack, fmt)

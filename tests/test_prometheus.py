@@ -24,8 +24,8 @@ from prom_harness import (
     nvitop_text,
     prometheus_binary,
 )
-from test_ui_support import llama_plan, screen_of, text_of, wait_for
 from test_watch_cli import watch
+from ui_helpers import llama_plan, screen_of, text_of, wait_for
 
 from memtui.telemetry import ClusterSnapshot, SourceState, open_source
 from memtui.telemetry.prometheus import PrometheusSource, authorization, expand_hostlist

@@ -1,4 +1,5 @@
-"""The reference results of DESIGN.md section 5 (seeds 000 and 002, the ZeRO paper's Table 1),
+"""The reference results of docs/architecture.md, "Reference results" (seeds 000 and 002, the
+ZeRO paper's Table 1),
 reproduced through the public API and through `memtui estimate --json`."""
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ def test_seed002_lora_with_a_2_5_percent_adapter_is_2_3_gb():
 
 def test_seed002_four_bit_base_is_half_a_gb_per_billion():
     # NF4 codes: 4 bits = 0.5 GB per billion; the absmax adds 0.5 bit (0.127 with double
-    # quantization), DESIGN.md section 5. Checked on a real QLoRA base: Llama-2-7B's linear
-    # layers are quantized, its embeddings and norms stay in bf16 (no upcast here).
+    # quantization), docs/architecture.md, "Reference results". Checked on a real QLoRA base:
+    # Llama-2-7B's linear layers are quantized, its embeddings and norms stay in bf16 (no upcast
+    # here).
     plan = Plan(
         model=load_model("meta-llama/Llama-2-7b-hf"),
         method=Method.qlora,

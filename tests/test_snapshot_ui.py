@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from snapshot_files import STACKS, FakeAllocator, MiB, OomScenario, snapshot_of, write
-from test_ui_support import llama_plan, screen_of, text_of, wait_for
+from ui_helpers import llama_plan, screen_of, text_of, wait_for
 
 from memtui.cli import build_parser
 from memtui.commands import dashboard

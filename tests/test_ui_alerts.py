@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_nvml.harness import H100_TOTAL, gpu
-from test_ui_support import (
+from ui_helpers import (
     BlockingSource,
     budget_total,
     by_label,
@@ -168,7 +168,7 @@ async def test_near_capacity_uses_warning_and_a_device_error_is_said(tmp_path: P
     """Near capacity is $warning (over budget keeps $error); a GPU that answers but reports a
     problem (not lost) shows it on its row."""
     from rich.color import Color
-    from test_ui_support import segments_of
+    from ui_helpers import segments_of
 
     plan = llama_plan().model_copy(update={"strategy": Strategy.ddp})  # budget > the card
     snap = demo_source(llama_plan()).poll()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_ui_support import llama_plan, screen_of, text_of, wait_for
+from ui_helpers import llama_plan, screen_of, text_of, wait_for
 
 from memtui.telemetry import (
     ClusterSnapshot,

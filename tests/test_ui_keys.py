@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from fake_nvml.harness import node
 from rich.console import Console
-from test_ui_support import (
+from textual.binding import Binding
+from ui_helpers import (
     budget_total,
     demo_source,
     llama_plan,
@@ -18,7 +19,6 @@ from test_ui_support import (
     wait_for,
     write_trace,
 )
-from textual.binding import Binding
 
 from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
 from memtui.telemetry import NvmlSource, ReplaySource
@@ -137,7 +137,7 @@ def test_settings_rows_cover_every_plan_field() -> None:
 
 
 async def test_settings_rows_reach_every_plan_input(replay_trace: Path) -> None:
-    from test_ui_support import region_text
+    from ui_helpers import region_text
 
     from memtui.ui.plan_edits import SETTINGS
 
@@ -309,7 +309,8 @@ async def test_resizing_across_the_narrow_width_keeps_the_strategy_table(
 
 
 async def test_plan_verdict_is_readable_at_100x30() -> None:
-    """DESIGN.md section 4: readable at 100x30, where the GPU pane is about 48 columns."""
+    """docs/architecture.md, "The screen": readable at 100x30, where the GPU pane is about 48
+    columns."""
     from memtui.estimator import Plan
 
     app = make_app(llama_plan(), None, plan_only_reason="no NVML here")

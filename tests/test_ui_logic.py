@@ -4,7 +4,7 @@ tracker (crossings, rate limits, merged toasts) and the outliers of a job on man
 from __future__ import annotations
 
 import pytest
-from test_ui_support import llama_plan
+from ui_helpers import llama_plan
 
 from memtui.telemetry import ClusterSnapshot, DeviceKey, DeviceSnapshot, NodeSnapshot, SourceState
 from memtui.ui.alerts import AlertTracker

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_ui_support import demo_source, llama_plan, screen_of, text_of, wait_for, write_trace
+from ui_helpers import demo_source, llama_plan, screen_of, text_of, wait_for, write_trace
 
 from memtui.telemetry import ReplaySource
 from memtui.ui import make_app

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ui_support import llama_plan, screen_of, segments_of, text_of, wait_for
 from textual.widgets import Input
+from ui_helpers import llama_plan, screen_of, segments_of, text_of, wait_for
 
 from memtui.cli import build_parser, main
 from memtui.commands import dashboard
@@ -306,7 +306,7 @@ def test_replay_flag_and_usage_errors(tmp_path: Path) -> None:
 async def test_replay_fits_the_plan_to_the_traces_gpus(tmp_path: Path) -> None:
     """4 x A100 40GB in the trace: the plan is sized to them (not the default 8 x 80 GB), so
     Llama-2-7B full fine-tuning says DOES NOT FIT against 40 GB."""
-    from test_ui_support import write_trace
+    from ui_helpers import write_trace
 
     a100 = SyntheticSource(4, card="NVIDIA A100-SXM4-40GB", total_bytes=42_949_672_960, seed=0)
     trace = write_trace(tmp_path / "a100.jsonl", [a100.poll()])
@@ -337,7 +337,7 @@ def _has_nvml() -> bool:
 _PLAN_ONLY_SCRIPT = """
 import asyncio, sys
 sys.path.insert(0, sys.argv[1])
-from test_ui_support import screen_of, text_of, wait_for
+from ui_helpers import screen_of, text_of, wait_for
 from memtui.cli import build_parser
 from memtui.commands import dashboard
 
@@ -381,7 +381,7 @@ def test_estimate_json_does_not_import_textual() -> None:
 
 async def test_theme_switch_recolours_every_widget() -> None:
     """After `t`, no widget keeps a colour of the dark theme that the light one changes."""
-    from test_ui_support import colours_in
+    from ui_helpers import colours_in
 
     from memtui.ui.gpu_panel import GpuPanel
     from memtui.ui.lever_list import LeverList
@@ -510,7 +510,7 @@ async def test_save_key_writes_the_save_path_and_says_where(tmp_path: Path) -> N
         await pilot.pause()
         assert load_plan(out).strategy is Strategy.fsdp_shard_grad_op
         assert source.read_text().startswith("# my notes\n")
-        from test_ui_support import region_text
+        from ui_helpers import region_text
 
         from memtui.ui.status_line import StatusLine
 

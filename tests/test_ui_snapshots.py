@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ui_support import (
+from ui_helpers import (
     demo_source,
     llama_plan,
     lost_gpu_snapshot,

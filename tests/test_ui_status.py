@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ui_support import (
+from ui_helpers import (
     FROZEN_NOW,
     BlockingSource,
     demo_source,

@@ -1,5 +1,6 @@
 """`memtui watch` as a user runs it: a subprocess, pynvml loading the fake library through
-LD_LIBRARY_PATH (set before the process starts, as DESIGN.md section 8 requires)."""
+LD_LIBRARY_PATH (set before the process starts, as docs/architecture.md, "Testing without a GPU"
+says)."""
 
 from __future__ import annotations
 

@@ -13,19 +13,21 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memtui.telemetry import ClusterSnapshot
+    from memtui.telemetry import ClusterSnapshot, SourceInfo
 
 GiB = 1024**3
 
 
-def attach_document(snapshot: ClusterSnapshot) -> dict[str, Any]:
-    """Every job with its plan, provenance, budget and live use; and the notes."""
+def attach_document(snapshot: ClusterSnapshot, info: SourceInfo) -> dict[str, Any]:
+    """Every job with its plan, provenance, budget and live use; and the notes. `info` is the
+    source's: only live NVML reads this machine's processes."""
     from memtui.errors import MemtuiError
     from memtui.estimator import Plan, estimate
     from memtui.estimator.model_source import load_model
     from memtui.plans.attach import find_jobs, pids_on_gpus, plan_for
+    from memtui.telemetry import SourceKind
 
-    if snapshot.source != "nvml":
+    if info.kind is not SourceKind.NVML:
         why = f"attach reads this machine's GPU processes (live NVML), not {snapshot.source}'s"
         return {"jobs": [], "notes": [why]}
     found = find_jobs(pids_on_gpus(snapshot))
@@ -65,8 +67,8 @@ def attach_document(snapshot: ClusterSnapshot) -> dict[str, Any]:
     return {"jobs": jobs, "notes": notes}
 
 
-def print_attach(snapshot: ClusterSnapshot, as_json: bool) -> None:
-    doc = attach_document(snapshot)
+def print_attach(snapshot: ClusterSnapshot, info: SourceInfo, as_json: bool) -> None:
+    doc = attach_document(snapshot, info)
     if as_json:
         print(json.dumps(doc, indent=2), flush=True)
         return

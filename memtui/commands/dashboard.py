@@ -22,11 +22,16 @@ from __future__ import annotations
 import argparse
 import gc
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
+
+if TYPE_CHECKING:  # types only: importing them here would load Textual and pydantic models
+    from memtui.estimator import Plan
+    from memtui.telemetry import TelemetrySource
+    from memtui.ui.app import MemtuiApp
 
 DEFAULT_SAVE = "memtui-plan.toml"
 
@@ -66,12 +71,12 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def build(args: argparse.Namespace) -> Any:
+def build(args: argparse.Namespace) -> MemtuiApp:
     """The app for parsed flags (also used by benchmarks): plan, source, mode, theme.
 
     The live or replay source is opened and its first poll started (in a thread) before the
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
-    composes (DESIGN.md section 6: start to first full frame)."""
+    composes (docs/architecture.md, "Measuring and checking": start to first full frame)."""
     from memtui.telemetry import FirstPoll
 
     check_source_arguments(args)
@@ -118,7 +123,7 @@ def build(args: argparse.Namespace) -> Any:
     )
 
 
-def _open(options: Any) -> Any:
+def _open(options: Any) -> TelemetrySource:
     from memtui.telemetry import open_source
 
     try:
@@ -127,7 +132,7 @@ def _open(options: Any) -> Any:
         raise UsageError(str(err)) from None
 
 
-def _demo_options(args: argparse.Namespace, plan: Any) -> argparse.Namespace:
+def _demo_options(args: argparse.Namespace, plan: Plan) -> argparse.Namespace:
     """A synthetic node of the plan's GPUs whose job is budgeted at the plan's prediction."""
     from memtui.estimator import estimate
     from memtui.estimator.units import GiB

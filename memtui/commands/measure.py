@@ -9,9 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+
+if TYPE_CHECKING:
+    from memtui.estimator import Plan
+    from memtui.measure import Measurement, Result
 
 INSTALL_HINT = (
     "memtui measure needs torch, transformers and peft: pip install 'memtui[measure]' "
@@ -50,7 +54,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _missing_dependency(plan: Any) -> str | None:
+def _missing_dependency(plan: Plan) -> str | None:
     """The extra's packages that cannot be imported, or None."""
     import importlib
 
@@ -68,7 +72,7 @@ def _missing_dependency(plan: Any) -> str | None:
     return ", ".join(missing) if missing else None
 
 
-def result_json(result: Any) -> dict[str, Any]:
+def result_json(result: Result) -> dict[str, Any]:
     """The comparison as one JSON object: bytes as integers, errors as fractions."""
     m = result.measurement
     return {
@@ -83,7 +87,7 @@ def result_json(result: Any) -> dict[str, Any]:
     }
 
 
-def _print_table(result: Any) -> None:
+def _print_table(result: Result) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -116,7 +120,7 @@ def _print_table(result: Any) -> None:
         console.print(f"[dim]note: {note}[/]")
 
 
-def _how(stack: str, m: Any) -> str:
+def _how(stack: str, m: Measurement) -> str:
     """How the step was measured, for the table's first line."""
     if m.fake:
         return "FakeTensorMode (nothing allocated), one GPU"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.errors import UsageError
+
+if TYPE_CHECKING:
+    from memtui.estimator.catalog import CatalogEntry
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +24,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _row(entry: Any) -> dict[str, Any]:
+def _row(entry: CatalogEntry) -> dict[str, Any]:
     arch = entry.architecture
     return {
         "repo_id": entry.repo_id,

@@ -20,10 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
 from memtui.errors import UsageError
+
+if TYPE_CHECKING:
+    from memtui.estimator import Plan, Report
 
 UNITS = ("GiB", "GB")
 
@@ -59,7 +62,7 @@ def _plan_given(args: argparse.Namespace) -> bool:
     return bool(args.plan) or any(getattr(args, d, None) is not None for d in dests)
 
 
-def plan_and_report(args: argparse.Namespace) -> tuple[Any, Any] | tuple[None, None]:
+def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[None, None]:
     """The plan of the flags and its report, or (None, None) when no plan was asked for."""
     if not _plan_given(args):
         return None, None

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             if args.attach:
                 from memtui.commands.attach_text import print_attach
 
-                print_attach(snapshot, args.json)
+                print_attach(snapshot, source.info, args.json)
             if failed:
                 _error(snapshot.message)
             if stop:

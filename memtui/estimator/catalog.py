@@ -132,7 +132,8 @@ _PHI3 = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size
 _PYTHIA = "Biderman et al. 2023, Pythia, Table 1"
 
 _ENTRIES: tuple[tuple[str, dict, int, str], ...] = (
-    # Llama 2 (Touvron et al. 2023): 7B and 13B are DESIGN.md section 5's anchors.
+    # Llama 2 (Touvron et al. 2023): 7B and 13B are anchors of
+    # docs/architecture.md, "Reference results".
     ("meta-llama/Llama-2-7b-hf", _llama(4096, 11008, 32, 32, 32, 32000), 6_738_415_616, ST),
     ("meta-llama/Llama-2-13b-hf", _llama(5120, 13824, 40, 40, 40, 32000), 13_015_864_320, ST),
     ("meta-llama/Llama-2-70b-hf", _llama(8192, 28672, 64, 80, 8, 32000), 68_976_648_192, ST),

@@ -1,6 +1,6 @@
-"""The levers of seed 000 (item 4) and DESIGN.md section 5, in the order they are applied:
-activation levers first (cheapest), then state levers. Each lever's saving is computed by
-estimating the plan with that lever pulled.
+"""The levers of seed 000 (item 4) and docs/architecture.md, "Where each formula lives", in the
+order they are applied: activation levers first (cheapest), then state levers. Each lever's saving
+is computed by estimating the plan with that lever pulled.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from memtui.estimator.communication import volume
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
+from memtui.estimator.stacks import stack_for
 from memtui.estimator.strategies import strategy_spec
 
 PlanTotal = Callable[[Plan], int]
@@ -54,8 +55,6 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
     costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
     plan's stack cannot pull are left out."""
-    from memtui.estimator.stacks import stack_for  # the stacks import the levers' callers
-
     stack = stack_for(plan)
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever | None:

@@ -23,18 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memtui.estimator.choices import Method, StackName
+from memtui.estimator.choices import Method
+from memtui.estimator.stacks import stack_for
+from memtui.estimator.stacks.fsdp2 import shard_bytes
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.transient import unit_parameters
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
     from memtui.estimator.stacks.base import Breakdown
-
-# Stacks whose every process reads the whole checkpoint into CPU RAM (see the module doc).
-LOAD_ON_EVERY_RANK = frozenset(
-    {StackName.generic, StackName.trainer, StackName.fsdp1, StackName.fsdp2, StackName.litgpt}
-)
 
 
 @dataclass(frozen=True)
@@ -78,7 +75,7 @@ def _loading(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     sharded = strategy_spec(plan.strategy).shards_weights and plan.hardware.gpus > 1
     in_flight = width * max(layer, root)  # the unit being sharded, or the tensor quantized
     gpu = step.state.weights + (round(in_flight) if sharded or plan.method is Method.qlora else 0)
-    copies = plan.hardware.gpus_per_node if plan.stack in LOAD_ON_EVERY_RANK else 1
+    copies = plan.hardware.gpus_per_node if stack_for(plan).loads_on_every_rank else 1
     how = "by every process" if copies > 1 else "once per node"
     return PhasePeak(
         "model loading",
@@ -102,10 +99,11 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
         # DeepSpeed one module's parameters (GatheredParameters): the largest tensor
         arch = plan.model.architecture
         largest = arch.vocab_size * (arch.embed_proj_dim or arch.hidden_size) / plan.tp
-        unit = max(largest, layer) if plan.stack is StackName.deepspeed else max(layer, root)
+        stack = stack_for(plan)
+        unit = max(largest, layer) if stack.saves_by_module else max(layer, root)
         gathered = round(plan.precision.activation_bytes * unit)
-        if plan.stack in (StackName.fsdp1, StackName.fsdp2):
-            master = 4 if plan.precision.value != "bf16" else 2
+        if stack.saves_full_optimizer_state:
+            master = shard_bytes(plan)  # the stack's own width of its shards
             moments = step.state.optimizer_states * spec.shard_count(plan) * plan.tp
             cpu = master * trainable + 2 * frozen + moments
             what = "FSDP's full state dict and full optimizer state gathered on rank 0"

@@ -66,6 +66,21 @@ def step_order(plan: Plan) -> list[int]:
     return [*outside[:1], *layers, *outside[1:]]
 
 
+def _step(
+    plan: Plan, strategy: Strategy, state: StaticState, moment_bytes: int
+) -> tuple[float, float, str]:
+    """(bytes, unrounded; this GPU's trainable parameters; why) of the optimizer step's own
+    temporaries on the GPU, for moments of `moment_bytes`."""
+    local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
+    temp, why = optimizer_spec(plan.optimizer).step_temporaries(
+        local,
+        lambda: step_order(plan),
+        moment_bytes,
+        plan.precision,
+    )
+    return temp, local, why
+
+
 def optimizer_temporaries(
     plan: Plan, strategy: Strategy, state: StaticState, moment_bytes: int, fused: bool
 ) -> tuple[int, str]:
@@ -73,18 +88,11 @@ def optimizer_temporaries(
     fused kernel: torch's fused AdamW, DeepSpeed's FusedAdam, bitsandbytes' 8-bit kernels)."""
     if plan.offload is not Offload.none:
         return 0, "optimizer step runs on the CPU"
-    spec = optimizer_spec(plan.optimizer)
     if plan.optimizer_kernel is not OptimizerKernel.auto:
         fused = plan.optimizer_kernel is OptimizerKernel.fused
-    if fused and spec.step == "foreach":
+    if fused and optimizer_spec(plan.optimizer).step == "foreach":
         return 0, "fused optimizer kernel"
-    local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
-    temp, why = spec.step_temporaries(
-        local,
-        lambda: step_order(plan),
-        moment_bytes,
-        plan.precision,
-    )
+    temp, _, why = _step(plan, strategy, state, moment_bytes)
     return round(temp), why
 
 
@@ -130,13 +138,7 @@ def step_temporaries(plan: Plan, strategy: Strategy, state: StaticState) -> tupl
     """GPU bytes the optimizer step allocates on top of the state (0 when it runs on CPU)."""
     if plan.offload is not Offload.none:
         return 0, "optimizer step runs on the CPU"
-    local = state.trainable / plan.tp / strategy_spec(strategy).divisors(plan)[2]
-    temp, why = optimizer_spec(plan.optimizer).step_temporaries(
-        local,
-        lambda: step_order(plan),
-        plan.optimizer_state_dtype.bytes,
-        plan.precision,
-    )
+    temp, local, why = _step(plan, strategy, state, plan.optimizer_state_dtype.bytes)
     if plan.precision is Precision.bf16_mixed and not plan.fp32_grad_buffer:
         # The fp32 master update needs fp32 gradients: DeepSpeed copies the local partition,
         # FSDP's mixed precision keeps fp32 gradient shards.

@@ -1,5 +1,5 @@
-"""After the OOM: read PyTorch's memory snapshot (or memory_stats dump) and say where the
-memory went, in the plan's terms (DESIGN.md section 2: pure, no Textual, no torch).
+"""After the OOM: read PyTorch's memory snapshot (or memory_stats dump) and say where the memory
+went, in the plan's terms (docs/architecture.md, "The import contract": pure, no Textual, no torch).
 
     summary = read_summary("oom.pickle")            # worker-thread friendly, no UI
     summary.devices[0].free_external                # bytes

@@ -26,9 +26,11 @@ K_LARGE_BUFFER = 20 * MiB
 K_MIN_LARGE_ALLOC = 10 * MiB
 K_ROUND_LARGE = 2 * MiB
 
-#: memtui's own allowance for fragmentation: 3 % (memtui/estimator/plan.py
-#: OverheadSettings.fragmentation, "a few percent" in DESIGN.md section 5). Free memory in
-#: inactive blocks above this share of the reserved memory is called out.
+#: Free memory in inactive blocks above this share (of the allocated memory for free space
+#: inside blocks, of the reserved memory for free space outside them) is called out: 3 %, a
+#: threshold for advice. Not the estimator's planning margin (memtui/estimator/plan.py
+#: OverheadSettings.fragmentation, 10 % of the allocated peak), which sizes what a plan
+#: leaves the allocator rather than what is worth a remark.
 FRAGMENTATION_ALLOWANCE = 0.03
 
 

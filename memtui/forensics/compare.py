@@ -116,7 +116,7 @@ def compare_plan(d: DeviceSummary, plan: Plan, report: Report) -> PlanComparison
                 r.delta,
             )
         )
-    static_keys = ("weights", "gradients", "master_weights", "optimizer_states")
+    static_keys = [kind.value for kind in TermKind if kind.static]
     static_obs = sum(observed.get(k, 0) for k in static_keys)
     by_key = {r.key: r for r in rows}
     autocast_split = (

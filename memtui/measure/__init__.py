@@ -37,6 +37,9 @@ NOT_MEASURED = {
 }
 """Stacks `memtui measure` cannot run through on CPU, and why; benchmarks/cuda_check.py
 measures them on a GPU instead."""
+MEASURED_STACKS = (StackName.trainer, StackName.fsdp2)
+"""Stacks with a CPU runner (memtui/measure/trainer.py, memtui/measure/fsdp2.py); any other
+stack but generic is refused, with its NOT_MEASURED reason when it has one."""
 
 
 @dataclass
@@ -97,9 +100,9 @@ def _measure_stack(
     ref: str, plan: Plan, fake: bool | None, config: dict[str, Any] | None
 ) -> Result:
     """A real step through the plan's stack (trainer on one process, fsdp2 on two)."""
-    if plan.stack in NOT_MEASURED:
-        raise Unsupported(f"--stack {plan.stack.value} is not measured on CPU: "
-                          f"{NOT_MEASURED[plan.stack]}")  # fmt: skip
+    if plan.stack not in MEASURED_STACKS:
+        why = NOT_MEASURED.get(plan.stack, "memtui has no CPU runner for it")
+        raise Unsupported(f"--stack {plan.stack.value} is not measured on CPU: {why}")
     if fake or plan.model.parameters > REAL_STEP_MAX_PARAMETERS:
         raise Unsupported(
             f"--stack {plan.stack.value} runs a real step through the stack on CPU: a model "

@@ -66,6 +66,11 @@ def single_gpu(plan: Plan, gpus: int = 1) -> Plan:
     )
 
 
+def _term(kind: TermKind, predicted: int, measured: int, note: str = "", suffix: str = "") -> Row:
+    """The row of a budget term: its key and label are the term's own (`suffix` appended)."""
+    return Row(kind.value, kind.label + suffix, predicted, measured, note)
+
+
 def compare(plan: Plan, measured: Measurement) -> list[Row]:
     """Rows for every term the estimator predicts and the step measured."""
     one = single_gpu(plan, measured.world_size)
@@ -74,13 +79,12 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
     m = measured
     lora = plan.method is not Method.full
     rows = [
-        Row("weights", "Weights" + (" (frozen base + adapters)" if lora else ""), st.weights,
-            m.weights),
-        Row("gradients", "Gradients", st.gradients, m.gradients),
-        Row("master_weights", "Master weights", st.master_weights, m.master_weights),
-        Row(
-            "optimizer_states",
-            "Optimizer states",
+        _term(TermKind.weights, st.weights, m.weights,
+              suffix=" (frozen base + adapters)" if lora else ""),
+        _term(TermKind.gradients, st.gradients, m.gradients),
+        _term(TermKind.master_weights, st.master_weights, m.master_weights),
+        _term(
+            TermKind.optimizer_states,
             st.optimizer_states,
             m.optimizer_states,
             NOTES["optimizer_states"].format(counters=m.optimizer_step_counters)
@@ -88,10 +92,9 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             else "",
         ),
         Row("static", "Static", st.total, m.static),
-        Row("activations", "Activations", t.terms[TermKind.activations],
-            m.activations, NOTES["activations"] if plan.model.architecture.norm_kind ==
-            "layernorm" else ""),
-        Row("logits", "Logits and loss", t.terms[TermKind.logits], m.logits),
+        _term(TermKind.activations, t.terms[TermKind.activations], m.activations,
+              NOTES["activations"] if plan.model.architecture.norm_kind == "layernorm" else ""),
+        _term(TermKind.logits, t.terms[TermKind.logits], m.logits),
         Row("backward_buffers", "Backward buffers", t.transient.persistent +
             t.transient.backward, m.backward_buffers, BUFFERS.get(plan.stack, "")),
         Row("step_temporaries", "Step temporaries", t.transient.step,

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from memtui.estimator.choices import Checkpointing, Offload, Precision, StackName, Strategy
+from memtui.estimator.strategies import strategy_spec
 from memtui.plans.facts import ConfigError, Document, Facts, as_bool, as_int, mapping
 from memtui.plans.fsdp import fsdp_version, read_fsdp, unprefixed
 
@@ -247,7 +248,7 @@ def export(plan: Plan) -> str:
         if plan.strategy is Strategy.hsdp and version == 2:
             config["parallelism_config"] = {
                 "parallelism_config_dp_replicate_size": hw.gpus // (hw.gpus_per_node),
-                "parallelism_config_dp_shard_size": hw.gpus_per_node // plan.tp,
+                "parallelism_config_dp_shard_size": strategy_spec(plan.strategy).shard_count(plan),
             }
     if plan.tp > 1:
         config.setdefault("parallelism_config", {})["parallelism_config_tp_size"] = plan.tp

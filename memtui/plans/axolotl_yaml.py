@@ -32,6 +32,7 @@ from memtui.estimator.choices import (
     StackName,
     Strategy,
 )
+from memtui.estimator.strategies import strategy_spec
 from memtui.plans.facts import (
     ConfigError,
     Document,
@@ -326,7 +327,7 @@ def _export_fsdp(plan: Plan, config: dict[str, Any]) -> None:
     if version == 2:
         fsdp["reshard_after_forward"] = sharding_of(plan, 2)
         if plan.strategy is Strategy.hsdp:
-            config["dp_shard_size"] = plan.hardware.gpus_per_node // plan.tp
+            config["dp_shard_size"] = strategy_spec(plan.strategy).shard_count(plan)
             config["dp_replicate_size"] = plan.hardware.nodes
     else:
         config["fsdp"] = [str(sharding_of(plan, 1)).lower(), "auto_wrap"]

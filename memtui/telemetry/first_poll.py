@@ -1,12 +1,13 @@
 """The first poll, started in a thread as the CLI starts, before Textual is imported.
 
-Importing Textual and building the screen take a few hundred milliseconds; polling NVML (or
-reading the first line of a trace) overlaps with them, so the snapshot is usually here when
-the screen composes and its first frame already shows the GPU rows and the plan fitted to
-them (DESIGN.md section 6: start to first full frame). Nothing ever waits for it on the event
-loop: a screen that finds it unfinished hands it to its poll worker (a thread), which waits.
-The wait is bounded by the source itself (`BoundedSource` answers TIMEOUT after its timeout),
-so a hung driver delays the first rows by the timeout at most, and the start-up not at all.
+Importing Textual and building the screen take a few hundred milliseconds; polling NVML (or reading
+the first line of a trace) overlaps with them, so the snapshot is usually here when the screen
+composes and its first frame already shows the GPU rows and the plan fitted to them
+(docs/architecture.md, "Measuring and checking": start to first full frame). Nothing ever waits for
+it on the event loop: a screen that finds it unfinished hands it to its poll worker (a thread),
+which waits. The wait is bounded by the source itself (`BoundedSource` answers TIMEOUT after its
+timeout), so a hung driver delays the first rows by the timeout at most, and the start-up not at
+all.
 
 No Textual here (the CLI imports this module first).
 """

@@ -1,4 +1,4 @@
-"""Frozen snapshot records that every telemetry source returns (DESIGN.md section 2).
+"""Frozen snapshot records that every telemetry source returns (docs/architecture.md, "Data flow").
 
 A `ClusterSnapshot` is one poll of a source: its health and one `NodeSnapshot` per host. A
 `NodeSnapshot` is one node: versions, its own health (a host that stopped reporting is LOST),

@@ -4,15 +4,14 @@ It answers what `nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used
 memory.free,memory.reserved,utilization.gpu,utilization.memory` and
 `nvidia-smi --query-compute-apps=pid,used_memory` answer, as frozen `NodeSnapshot`s.
 
-Design (DESIGN.md section 7.2, nvitop's libnvml idea): lazy init on the first poll, one
-shutdown at exit (the hook is `BoundedSource`'s, bounded so a hung driver cannot block the
-exit); every NVMLError becomes data: a field NVML does not support is None ("n/a"), a device
-that errors is marked lost while the others update, and a library-level failure (no library,
-driver not loaded, version mismatch, no permission) becomes the snapshot's state with a
-one-line reason and remedy. Static facts (name, UUID, MIG layout, which calls are supported)
-are read once at init, so a steady-state poll costs per GPU one memory call, one utilisation
-call and one or two process-list calls (pynvml asks for the count first): see
-`STEADY_CALLS_PER_GPU`.
+Design (docs/architecture.md, "One NVML adapter"; nvitop's libnvml idea): lazy init on the first
+poll, one shutdown at exit (the hook is `BoundedSource`'s, bounded so a hung driver cannot block the
+exit); every NVMLError becomes data: a field NVML does not support is None ("n/a"), a device that
+errors is marked lost while the others update, and a library-level failure (no library, driver not
+loaded, version mismatch, no permission) becomes the snapshot's state with a one-line reason and
+remedy. Static facts (name, UUID, MIG layout, which calls are supported) are read once at init, so a
+steady-state poll costs per GPU one memory call, one utilisation call and one or two process-list
+calls (pynvml asks for the count first): see `STEADY_CALLS_PER_GPU`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Textual dashboard (DESIGN.md section 4): one screen, one widget per module.
+"""The Textual dashboard (docs/architecture.md, "The screen"): one screen, one widget per module.
 
 `make_app(plan, source, ...)` builds the app for the CLI and the tests. Importing this package
 does not import Textual: `make_app` and `MemtuiApp` load `memtui.ui.app` on first use, so the

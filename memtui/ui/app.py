@@ -1,7 +1,7 @@
 """The thin App: registers themes, pushes the dashboard screen, starts and stops the source.
 
-It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and
-calls `make_app`, which the tests call too (DESIGN.md section 7.6). App-wide keys: `t` next
+It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and calls
+`make_app`, which the tests call too (docs/architecture.md, "A thin App"). App-wide keys: `t` next
 theme, `?` the key list, `q` quit.
 """
 

@@ -1,7 +1,8 @@
 """The footer: Textual's, composed once per change of the bindings, its secondary keys hidden
 on a narrow screen (they stay in `?`).
 
-Private Textual API, quarantined here (DESIGN.md section 7.11), for two reasons:
+Private Textual API, quarantined here (docs/architecture.md, "Private Textual API"), for two
+reasons:
 - `Footer.bindings_changed`, `Footer._bindings_ready` (and `Widget._pruning`, the check
   Textual's own recompose makes before it runs): the footer recomposes on every
   change the screen publishes, and as it starts the screen publishes three (its mount, its

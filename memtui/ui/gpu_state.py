@@ -2,7 +2,7 @@
 
 The status is a comparison of measured bytes against the estimator's budget and the card's
 capacity (no arithmetic on the plan: the budget comes whole from `estimate`). Statuses are
-words as well as colours (DESIGN.md section 4: colour is never the only signal).
+words as well as colours (docs/architecture.md, "The screen": colour is never the only signal).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The lever list: what each lever would save for this plan, what it costs, on or pending.
 
-Levers come from the estimator in the order to pull them (DESIGN.md section 5).
+Levers come from the estimator in the order to pull them (docs/architecture.md, "Where each formula
+lives").
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """One keyboard step on one plan setting: the settings panel's rows and the screen's keys.
 
-Each `Setting` names a plan input, how it reads on screen, and how a step up or down changes
-it. A step returns a new frozen Plan (`model_copy` + validation, DESIGN.md section 7.5); a
-value the Plan rejects (e.g. parameter offload with DDP) is skipped, so cycling never gets
-stuck. No memory arithmetic lives here: the estimator computes every byte.
+Each `Setting` names a plan input, how it reads on screen, and how a step up or down changes it. A
+step returns a new frozen Plan (`Plan.evolve`, every validator run: docs/architecture.md, "Immutable
+plans, changed through evolve"); a value the Plan rejects (e.g. parameter offload with DDP) is
+skipped, so cycling never gets stuck. No memory arithmetic lives here: the estimator computes every
+byte.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The dashboard's telemetry poller: a timer that triggers, a thread worker that polls.
 
-Not a widget: it draws nothing. The timer only triggers; the poll runs in a thread worker of
-the screen (exclusive, and never started while one is in flight, so polls never overlap) and
-comes back as a `TelemetryArrived` message, which Textual may drop for a newer one
-(`can_replace`). The event loop never blocks on NVML or HTTP, so keys keep working while a
-poll hangs (DESIGN.md section 7.3). A first poll the CLI started before Textual was imported
-is taken by the screen at compose if it has answered, else waited for here, in the worker.
+Not a widget: it draws nothing. The timer only triggers; the poll runs in a thread worker of the
+screen (exclusive, and never started while one is in flight, so polls never overlap) and comes back
+as a `TelemetryArrived` message, which Textual may drop for a newer one (`can_replace`). The event
+loop never blocks on NVML or HTTP, so keys keep working while a poll hangs (docs/architecture.md,
+"Workers off the event loop"). A first poll the CLI started before Textual was imported is taken by
+the screen at compose if it has answered, else waited for here, in the worker.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The dashboard screen: owns the plan, its report and the latest snapshot; pushes them down.
 
-State flows one way (DESIGN.md section 2): a key or a settings message replaces the frozen
-Plan -> `estimate` runs here, the only place the UI calls it -> every widget gets a new view.
-Telemetry comes from the `Poller` (a timer and a thread worker) as `TelemetryArrived`
-messages; the plan is sized to the GPUs found by `fit_plan`, and the notifications a poll
-raises are decided by the `AlertTracker`: the screen lays out, keeps state and shows.
+State flows one way (docs/architecture.md, "Data flow"): a key or a settings message replaces the
+frozen Plan -> `estimate` runs here, the only place the UI calls it -> every widget gets a new view.
+Telemetry comes from the `Poller` (a timer and a thread worker) as `TelemetryArrived` messages; the
+plan is sized to the GPUs found by `fit_plan`, and the notifications a poll raises are decided by
+the `AlertTracker`: the screen lays out, keeps state and shows.
 """
 
 from __future__ import annotations
@@ -226,7 +226,8 @@ class DashboardScreen(Screen[None]):
         self._push_telemetry()
 
     def _recompute(self, previous: Plan | None = None) -> None:
-        # the one place the UI calls the estimator (not a compute_ method: DESIGN.md 7.5)
+        # the one place the UI calls the estimator:
+        # docs/architecture.md, "One call to the estimator in the UI"
         try:
             report = estimate(self.plan)
         except ValueError as err:

@@ -1,10 +1,11 @@
 """The settings panel: every plan input, one row each, changed from the keyboard.
 
-↑/↓ choose a row, ←/→ (or -/= style keys on the screen) step its value, enter steps it forward
-or, on the model row, opens the model picker. The panel never edits the plan: it posts
-`StepSetting`/`PickModel` up, and the screen sets `plan` back down (DESIGN.md section 7.4).
-Under 100 columns (`narrow`) it shrinks to a summary and the chosen row. Values may come from
-elsewhere (the GPU name NVML reports, a model's path): drawn as text, controls escaped.
+↑/↓ choose a row, ←/→ (or -/= style keys on the screen) step its value, enter steps it forward or,
+on the model row, opens the model picker. The panel never edits the plan: it posts
+`StepSetting`/`PickModel` up, and the screen sets `plan` back down (docs/architecture.md,
+"Attributes down, messages up"). Under 100 columns (`narrow`) it shrinks to a summary and the chosen
+row. Values may come from elsewhere (the GPU name NVML reports, a model's path): drawn as text,
+controls escaped.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """After the OOM, in the dashboard: a PyTorch memory snapshot (or memory_stats dump) read in a
 worker thread, summarised per device beside the plan on the dashboard.
 
-Opened by `memtui --snapshot FILE` or the `F` key (which asks for the path). Files of hundreds
-of MB take seconds to read: the read runs in a thread worker (DESIGN.md section 7.3) and the
-screen says what it is reading; any problem is one line, never a crash. Keys: `d` next device,
-`u` GB/GiB, `o` open another file, escape back to the dashboard.
+Opened by `memtui --snapshot FILE` or the `F` key (which asks for the path). Files of hundreds of MB
+take seconds to read: the read runs in a thread worker (docs/architecture.md, "Workers off the event
+loop") and the screen says what it is reading; any problem is one line, never a crash. Keys: `d`
+next device, `u` GB/GiB, `o` open another file, escape back to the dashboard.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Themes ship in the repository's top-level `themes/` folder. The wheel force-incl
 package, so `theme_dirs()` looks in both places, then in the user's own folder
 (`$XDG_CONFIG_HOME/memtui/themes`). A file that does not parse or validate becomes one line in
 `ThemeLoad.errors` for the app to `notify` about: a broken theme is never fatal
-(DESIGN.md section 7.7, posting's `load_user_themes`).
+(docs/architecture.md, "Themes and styles"; posting's `load_user_themes`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A widget that shows one prepared renderable and repaints without a relayout when it can.
 
-`Static.update` always asks for a new layout, which reflows the whole screen; a table whose
-row count did not change only needs a repaint. Keeping key-to-budget latency low (DESIGN.md
-section 6: under 50 ms) is why the tables and lines below derive from this class.
+`Static.update` always asks for a new layout, which reflows the whole screen; a table whose row
+count did not change only needs a repaint. Keeping key-to-budget latency low (docs/architecture.md,
+"Measuring and checking": under 50 ms) is why the tables and lines below derive from this class.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 /*
- * A fake libnvidia-ml.so.1 for memtui's tests (DESIGN.md section 8).
+ * A fake libnvidia-ml.so.1 for memtui's tests (docs/architecture.md, "Testing without a GPU").
  *
  * Real pynvml loads it (LD_LIBRARY_PATH for subprocesses, or pynvml.nvmlLib = CDLL(path)
  * in-process) and calls it exactly as it would call the NVIDIA library. Its behaviour comes

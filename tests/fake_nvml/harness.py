@@ -199,7 +199,7 @@ class FakeNvml:
         """Point the real pynvml module at this library in the current process.
 
         pynvml keeps the loaded library in `pynvml.nvmlLib` and caches function pointers by
-        name, so both are replaced/reset here (DESIGN.md section 8).
+        name, so both are replaced/reset here (docs/architecture.md, "Testing without a GPU").
         """
         os.environ["FAKE_NVML_SCENARIO"] = str(self.scenario_path)
         os.environ["FAKE_NVML_CALLS"] = str(self.calls_path)

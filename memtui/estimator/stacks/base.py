@@ -81,6 +81,15 @@ class BookStack:
     """It can step each parameter in its gradient hook."""
     activation_offload: ClassVar[bool] = True
     """It can move checkpointed layer inputs to CPU RAM."""
+    loads_on_every_rank: ClassVar[bool] = True
+    """Every process reads the whole checkpoint into CPU RAM before the model is placed or
+    sharded (False: once per node, then scattered); memtui/estimator/phases.py."""
+    saves_by_module: ClassVar[bool] = False
+    """Saving a sharded model gathers one module's parameters at a time (DeepSpeed's
+    GatheredParameters), not one wrapped unit (FSDP); memtui/estimator/phases.py."""
+    saves_full_optimizer_state: ClassVar[bool] = False
+    """Saving gathers the full state dict in the shards' dtype and the full optimizer state on
+    rank 0 (accelerate's FSDP FULL_STATE_DICT), not a 16-bit state dict."""
 
     def __init__(self) -> None:
         self._states = BoundedCache()

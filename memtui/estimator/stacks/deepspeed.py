@@ -90,6 +90,8 @@ class DeepSpeedStack(BookStack):
     # offload_optimizer / offload_param (ZeRO-Offload, ZeRO-Infinity)
     offloads = (Offload.none, Offload.optimizer, Offload.params)
     optimizer_in_backward = False
+    loads_on_every_rank = False  # zero.Init: once per node, scattered
+    saves_by_module = True  # _zero3_consolidated_16bit_state_dict: GatheredParameters
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

@@ -69,12 +69,19 @@ from memtui.estimator.transient import (
 )
 
 
+def shard_bytes(plan: Plan) -> int:
+    """Bytes per element of FSDP's trainable shards, their gradients and AdamW's moments:
+    fp32 (accelerate upcasts trainable parameters before sharding) unless the plan is pure
+    bf16 (no mixed-precision policy: everything in bf16)."""
+    return 2 if plan.precision is Precision.bf16 else 4
+
+
 def sharded_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layout:
     """What FSDP shards: trainable parameters in their master dtype (fp32 under mixed
     precision, where they are the master, else the parameter dtype), frozen ones in the
     parameter dtype, gradients and moments like the trainable ones."""
     compute = plan.precision.activation_bytes
-    master = 4 if plan.precision is not Precision.bf16 else 2
+    master = shard_bytes(plan)
     trainable = parameters_of(tensors)
     if plan.method is Method.full:
         weights = master * plan.model.parameters
@@ -175,6 +182,7 @@ class Fsdp2Stack(BookStack):
     # CPUOffloadPolicy moves parameters, gradients and the optimizer step together
     offloads = (Offload.none, Offload.params)
     optimizer_in_backward = False
+    saves_full_optimizer_state = True  # accelerate's FULL_STATE_DICT (fsdp1 too)
     #: the running unit, its all-gather buffer and the next unit's (prefetched)
     units_in_flight = 3
 
@@ -213,7 +221,7 @@ class Fsdp2Stack(BookStack):
             persistent = 0
             backward, detail = unit_buffers(plan, strategy, state, self.units_in_flight, reduce)
         dequant = dequantized_weight(plan)
-        master = 4 if plan.precision is not Precision.bf16 else 2
+        master = shard_bytes(plan)
         step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
         return Transient(persistent, backward + dequant, step, f"{detail}; optimizer step: {why}")
 

@@ -84,6 +84,7 @@ class TorchtuneStack(BookStack):
     precisions = (Precision.bf16, Precision.fp32)
     losses = (LossKind.chunked, LossKind.full)  # the chunked losses, or CrossEntropyLoss
     offloads = (Offload.none, Offload.params)  # fsdp_cpu_offload
+    loads_on_every_rank = False  # the distributed recipes load once per node and scatter
 
     def check(self, plan: Plan) -> None:
         super().check(plan)

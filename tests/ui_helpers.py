@@ -1,5 +1,6 @@
-"""Helpers shared by the UI tests (no tests here): frozen plans, sources and traces, and
-waiting on the app by condition, never by wall-clock time."""
+"""Helpers shared by the UI tests (a module, not a test file, so pytest collects nothing here):
+frozen plans, sources and traces, and waiting on the app by condition, never by wall-clock
+time."""
 
 from __future__ import annotations
 
