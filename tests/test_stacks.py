@@ -142,3 +142,13 @@ def test_litgpt_lora_on_part_of_qkv_keeps_the_update_that_zero_pad_scatters():
     assert padded(StackName.litgpt, ("q_proj", "v_proj")) == 2 * HIDDEN
     assert padded(StackName.litgpt, ("q_proj", "k_proj", "v_proj")) == 0  # nothing to pad
     assert padded(StackName.generic, ("q_proj", "v_proj")) == 0  # PEFT adapts each linear
+
+
+def test_the_generic_step_under_autocast_pays_for_the_bf16_weight_copies_too():
+    # fp32 weights under torch.autocast: whatever loop runs them, autocast caches a bf16 copy
+    # of each trainable weight a matmul reads (aten/src/ATen/autocast_mode.h cached_cast)
+    autocast = plan(stack=StackName.generic, precision=Precision.bf16_autocast)
+    mixed = plan(stack=StackName.generic, precision=Precision.bf16_mixed)
+    linears = LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * INNER) + 32000 * HIDDEN
+    assert transient(autocast) - transient(mixed) == 2 * linears
+    assert "autocast's bf16 weight copies" in transient_source(autocast)

@@ -1,6 +1,6 @@
 """bf16 copies that torch.autocast makes of fp32 weights, shared by the stacks that run fp32
-weights under autocast: Trainer + accelerate and LitGPT's bf16-mixed (the generic stack does not
-count them, even for a bf16-autocast plan)."""
+weights under autocast: Trainer + accelerate, LitGPT's bf16-mixed and a generic bf16-autocast
+plan."""
 
 from __future__ import annotations
 

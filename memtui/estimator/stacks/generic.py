@@ -6,12 +6,14 @@ DeepSpeed and FSDP named by the strategy), measured against real PyTorch steps b
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.state import Layout, StaticState, TrainableTensor, generic_layout
 from memtui.estimator.terms import TermKind
@@ -82,7 +84,13 @@ class GenericStack(BookStack):
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
-        return transient(plan, strategy, state)
+        buffers = transient(plan, strategy, state)
+        # bf16-autocast: fp32 weights under torch.autocast, which keeps bf16 copies of them
+        copies = autocast_weight_copies(plan, setup, peft=False)
+        if not copies:
+            return buffers
+        detail = f"{buffers.detail}, autocast's bf16 weight copies {copies / 1e9:.2f} GB"
+        return replace(buffers, backward=buffers.backward + copies, detail=detail)
 
     def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
         arch = plan.model.architecture
