@@ -710,8 +710,11 @@ def buffers_beyond(
     alive = {
         "loss's backward": m.kept + logits,
         "forward's end": m.kept + forward_logits_bytes(arch, setup, s, b) + last_hidden,
-        "lm_head's backward": m.kept + -(-(setup.compute_bytes * s * b * arch.vocab_size)
-                                         // setup.tp),
+        # the gradient of the logits, whole unless a fused linear cross-entropy made it chunk
+        # by chunk inside the loss (Liger's LigerFusedLinearCrossEntropyFunction)
+        "lm_head's backward": m.kept + (0 if setup.loss is LossKind.fused else
+                                        -(-(setup.compute_bytes * s * b * arch.vocab_size)
+                                          // setup.tp)),
         "a layer's backward": m.layer,
     }  # fmt: skip
     extra = {k: alive[k] + v - base for k, v in moments.items()}

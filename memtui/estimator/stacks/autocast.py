@@ -70,5 +70,7 @@ def autocast_weight_copies(plan: Plan, setup: Setup, peft: bool) -> int:
             "lm_head's backward": head_copy,
             "a layer's backward": 2 * (base * layer + adapters / arch.num_layers),
         }
+    if not any(moments.values()):
+        return 0  # bf16 weights (bf16-mixed, bf16-true): autocast has nothing to cast
     copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
     return copies
