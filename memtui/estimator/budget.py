@@ -110,6 +110,10 @@ def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
         return stack.why_not(strategy)
     if plan.offload.value == "params" and not strategy_spec(strategy).shards_weights:
         return "parameter offload needs sharded parameters"
+    try:  # what else the stack refuses (torchtune: ddp on more than one GPU)
+        stack.check(plan.model_copy(update={"strategy": strategy}))
+    except ValueError as err:
+        return str(err)
     return None
 
 

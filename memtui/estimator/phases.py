@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memtui.estimator.choices import Method, StackName
+from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.transient import unit_parameters
 
@@ -65,6 +65,19 @@ def phases(plan: Plan, step: Breakdown) -> tuple[PhasePeak, ...]:
     )
 
 
+def _rests_sharded(plan: Plan) -> bool:
+    """The parameters rest sharded over several GPUs: ZeRO-3 and FSDP's full and hybrid
+    sharding, and FSDP's SHARD_GRAD_OP too (fully_shard(reshard_after_forward=False) and
+    FSDP1's FlatParamHandle.shard() shard every sharded strategy's parameters at rest;
+    stacks/fsdp1.py, stacks/fsdp2.py)."""
+    if plan.hardware.gpus == 1:
+        return False
+    fsdp = plan.stack in (StackName.fsdp1, StackName.fsdp2)
+    return strategy_spec(plan.strategy).shards_weights or (
+        fsdp and plan.strategy is Strategy.fsdp_shard_grad_op
+    )
+
+
 def _model_bytes(plan: Plan) -> int:
     """The checkpoint as the stack loads it: bf16 for a QLoRA base read before quantizing,
     else the parameters' dtype."""
@@ -75,7 +88,7 @@ def _model_bytes(plan: Plan) -> int:
 def _loading(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     layer, root = unit_parameters(plan)
     width = 2 if plan.method is Method.qlora else plan.precision.weight_bytes
-    sharded = strategy_spec(plan.strategy).shards_weights and plan.hardware.gpus > 1
+    sharded = _rests_sharded(plan)
     in_flight = width * max(layer, root)  # the unit being sharded, or the tensor quantized
     gpu = step.state.weights + (round(in_flight) if sharded or plan.method is Method.qlora else 0)
     copies = plan.hardware.gpus_per_node if plan.stack in LOAD_ON_EVERY_RANK else 1
@@ -97,7 +110,7 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     gathered = 0
     cpu = 0
     what = "each tensor saved from the GPU copy it has"
-    if spec.shards_weights and plan.hardware.gpus > 1:
+    if _rests_sharded(plan):
         # FSDP gathers one unit at a time (the root unit holds the embeddings and lm_head),
         # DeepSpeed one module's parameters (GatheredParameters): the largest tensor
         arch = plan.model.architecture

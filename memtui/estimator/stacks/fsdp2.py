@@ -175,8 +175,6 @@ class Fsdp2Stack(BookStack):
     # CPUOffloadPolicy moves parameters, gradients and the optimizer step together
     offloads = (Offload.none, Offload.params)
     optimizer_in_backward = False
-    #: the running unit, its all-gather buffer and the next unit's (prefetched)
-    units_in_flight = 3
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -195,22 +193,17 @@ class Fsdp2Stack(BookStack):
         )
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
-        # FSDP2's parameters rest sharded under SHARD_GRAD_OP too (fully_shard's
+        # parameters rest sharded under SHARD_GRAD_OP too (fully_shard's
         # reshard_after_forward=False only keeps them unsharded from forward to backward:
-        # `accelerate_buffers`); FSDP1 is left to its own module
-        if self.name is StackName.fsdp2 and strategy is Strategy.fsdp_shard_grad_op:
+        # `accelerate_buffers`; FSDP1's FlatParameter likewise: fsdp1.py)
+        if strategy is Strategy.fsdp_shard_grad_op:
             strategy = Strategy.fsdp
         return super().static_state(plan, strategy)
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
-        reduce = plan.precision.activation_bytes  # accelerate: reduce_dtype = param_dtype
-        if self.name is StackName.fsdp2:
-            persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
-        else:  # FSDP1 (fsdp1.py): flat parameters, limit_all_gathers
-            persistent = 0
-            backward, detail = unit_buffers(plan, strategy, state, self.units_in_flight, reduce)
+        persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
         dequant = dequantized_weight(plan)
         master = 4 if plan.precision is not Precision.bf16 else 2
         step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
