@@ -118,6 +118,20 @@ class BookStack:
             raise ValueError(
                 f"the {self.name.value} stack runs precision {allowed}, not {plan.precision.value}"
             )
+        if plan.loss not in self.losses:
+            allowed = ", ".join(loss.value for loss in self.losses)
+            raise ValueError(
+                f"the {self.name.value} stack computes the loss {allowed}, not {plan.loss.value}"
+            )
+        if plan.offload not in self.offloads:
+            allowed = ", ".join(o.value for o in self.offloads)
+            raise ValueError(
+                f"the {self.name.value} stack offloads {allowed}, not {plan.offload.value}"
+            )
+        if plan.optimizer_in_backward and not self.optimizer_in_backward:
+            raise ValueError(f"the {self.name.value} stack cannot step the optimizer in backward")
+        if plan.activation_offload and not self.activation_offload:
+            raise ValueError(f"the {self.name.value} stack has no activation offloading")
 
     def suited(self, plan: Plan) -> dict[str, object]:
         """The changes that let this stack run `plan`: its first strategy and precision in
