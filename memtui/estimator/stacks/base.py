@@ -111,8 +111,9 @@ class BookStack:
 
     def check(self, plan: Plan) -> None:
         """Raise ValueError (one line) when the stack cannot run the plan as given."""
-        if plan.strategy not in self.strategies:
-            raise ValueError(self.why_not(plan.strategy))
+        why = self.why_not(plan.strategy, plan)
+        if why is not None:
+            raise ValueError(why)
         if plan.precision not in self.precisions:
             allowed = ", ".join(p.value for p in Precision if p in self.precisions)
             raise ValueError(
@@ -154,8 +155,11 @@ class BookStack:
             changes["activation_offload"] = False
         return changes
 
-    def why_not(self, strategy: Strategy) -> str:
-        """Why this stack cannot run `strategy`."""
+    def why_not(self, strategy: Strategy, plan: Plan | None = None) -> str | None:
+        """Why this stack cannot run `strategy` (for `plan`, when given: a stack may refuse a
+        strategy on some hardware only); None when it can."""
+        if strategy in self.strategies:
+            return None
         allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
         return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
 
