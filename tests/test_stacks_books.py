@@ -148,6 +148,19 @@ def test_deepspeed_reduce_bucket_is_hidden_squared_bf16_elements_doubled_with_ov
     assert transient(both)[1] - transient(overlap)[1] == 2 * 2 * more
 
 
+def test_deepspeed_overlap_comm_defaults_on_for_zero3_only():
+    # runtime/zero/config.py DeepSpeedZeroConfig.overlap_comm_valid: None becomes
+    # stage == 3. (No allgather buffer either way: runtime/utils.py all_gather_dp_groups
+    # gathers straight into the bf16 flat groups with all_gather_into_tensor, so
+    # allgather_bucket_size allocates nothing on current torch.)
+    for strategy, default in ((Strategy.zero2, False), (Strategy.zero3, True)):
+        given = deepspeed(strategy, deepspeed={"overlap_comm": default})
+        assert transient(deepspeed(strategy)) == transient(given)
+        other = deepspeed(strategy, deepspeed={"overlap_comm": not default})
+        if strategy is Strategy.zero2:
+            assert transient(other) != transient(given)
+
+
 def test_deepspeed_step_upcasts_the_local_gradient_partition_to_fp32():
     # stage_1_and_2.py step: single_grad_partition = flatten(averaged_gradients).to(fp32)
     # before the optimizer runs (FusedAdam allocates nothing of its own): 4 B per element of
