@@ -112,10 +112,11 @@ def test_human_output_names_units_and_verdict():
     # tokens of activations beside it the 80 GB card is too small, with 512 it is not
     out = memtui("estimate", *SEED000_FLAGS, "--strategy", "zero3")
     assert "static 52.00 GB" in out.stdout  # ZeRO-3 static per GPU, seed 000
-    assert _verdict(out).startswith("DOES NOT FIT: headroom -")
+    assert _verdict(out).startswith("DOES NOT FIT (stack: generic): headroom -")
     short = memtui("estimate", *SEED000_FLAGS, "--strategy", "zero3", "--seq-len", "512")
     verdict = _verdict(short)
-    assert verdict.startswith("FITS: headroom ") and verdict.endswith(" GB per GPU"), verdict
+    assert verdict.startswith("FITS (stack: generic): headroom "), verdict
+    assert verdict.endswith(" GB per GPU"), verdict
 
 
 def test_estimate_json_does_not_import_textual_or_pynvml():

@@ -16,8 +16,6 @@ import re
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 # spelt in two pieces so that this file does not cite it
@@ -198,15 +196,6 @@ def test_no_file_cites_the_absent_design_notes() -> None:
     citing = [
         str(p.relative_to(ROOT))
         for p in repository_files()
-        if p.name != "README.md" and ABSENT_NOTES.encode() in p.read_bytes()
+        if ABSENT_NOTES.encode() in p.read_bytes()
     ]
     assert citing == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="README.md is rewritten on another branch; drop this mark once it no longer "
-    "cites the design notes (a strict xfail: it fails as soon as README is fixed)",
-)
-def test_the_readme_does_not_cite_the_absent_design_notes() -> None:
-    assert ABSENT_NOTES.encode() not in (ROOT / "README.md").read_bytes()

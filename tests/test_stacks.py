@@ -7,6 +7,7 @@ from __future__ import annotations
 from memtui.estimator import (
     Checkpointing,
     Hardware,
+    LossKind,
     Method,
     OptimizerKernel,
     OverheadSettings,
@@ -36,6 +37,8 @@ def plan(**update) -> Plan:
         "micro_batch": 2,
         **update,
     }
+    if fields.get("stack") is StackName.litgpt:
+        fields["loss"] = LossKind.chunked  # chunked_cross_entropy, LitGPT's only loss
     return Plan(**fields)
 
 
@@ -55,7 +58,11 @@ def test_litgpt_bf16_mixed_holds_a_bf16_copy_of_every_matmul_weight():
     mixed = plan(stack=StackName.litgpt, precision=Precision.bf16_autocast)
     true = plan(stack=StackName.litgpt, precision=Precision.bf16)
     linears = LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * INNER) + 32000 * HIDDEN
-    assert transient(mixed) - transient(true) == 2 * linears
+    # the copies are alive at the forward's end, which under LitGPT's chunked loss holds a
+    # little more than the loss's backward (the step's peak without them): less than one
+    # bf16 logits tensor (b s V) on top
+    extra = transient(mixed) - transient(true) - 2 * linears
+    assert 0 <= extra < 2 * 512 * 2 * 32000
     assert "autocast's bf16 weight copies" in transient_source(mixed)
     assert "autocast" not in transient_source(true)
 

@@ -68,17 +68,18 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     console.print(phases)
     verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
     peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
-    console.print(f"{verdict}: headroom {_gb(b.headroom)} GB per GPU{peak}")
+    console.print(f"{verdict} (stack: {report.stack}): headroom {_gb(b.headroom)} GB per GPU{peak}")
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):
         strat.add_column(col, justify="left" if col == "Strategy" else "right")
-    why: dict[str, list[str]] = {}
+    refused: dict[str, list[str]] = {}  # why -> the strategies refused for it
     for row in report.strategies:
         mark = "*" if row.strategy is plan.strategy else ""
-        if not row.applicable:  # no figures of a plan that cannot run: say why instead
+        if not row.applicable:  # the stack cannot run it: no figures, the reason below
             strat.add_row(f"{row.strategy.value}{mark}", "-", "-", "-", "n/a", "-")
-            why.setdefault(row.note, []).append(row.strategy.value)
+            why = row.note.replace(f", not {row.strategy.value}", "")
+            refused.setdefault(why, []).append(row.strategy.value)
             continue
         strat.add_row(
             f"{row.strategy.value}{mark}",
@@ -89,8 +90,8 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
             str(row.max_micro_batch),
         )
     console.print(strat)
-    for note, names in why.items():
-        console.print(f"n/a ({', '.join(names)}): {note}")
+    for why, names in refused.items():
+        console.print(f"n/a ({', '.join(names)}): {why}", markup=False)
 
     levers = Table(title="Levers, in the order to pull them", title_justify="left")
     for col in ("Lever", "Saves GB", "Cost", "State"):

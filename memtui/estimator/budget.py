@@ -105,12 +105,11 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
 
 def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
     """Why `plan` cannot run with `strategy` (None when it can)."""
-    stack = stack_for(plan)
-    if strategy not in stack.strategies:
-        return stack.why_not(strategy)
-    if plan.offload.value == "params" and not strategy_spec(strategy).shards_weights:
+    why = stack_for(plan).why_not(strategy, plan)  # torchtune: ddp on one GPU only
+    sharded = strategy_spec(strategy).shards_weights
+    if why is None and plan.offload.value == "params" and not sharded:
         return "parameter offload needs sharded parameters"
-    return None
+    return why
 
 
 def estimate(plan: Plan) -> Report:

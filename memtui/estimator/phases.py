@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memtui.estimator.choices import Method
+from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.stacks import stack_for
 from memtui.estimator.stacks.fsdp2 import shard_bytes
 from memtui.estimator.strategies import strategy_spec
@@ -62,6 +62,18 @@ def phases(plan: Plan, step: Breakdown) -> tuple[PhasePeak, ...]:
     )
 
 
+def _rests_sharded(plan: Plan) -> bool:
+    """The parameters rest sharded over several GPUs: ZeRO-3 and FSDP's full and hybrid
+    sharding, and FSDP's SHARD_GRAD_OP too (fully_shard(reshard_after_forward=False) and
+    FSDP1's FlatParamHandle.shard() shard every sharded strategy's parameters at rest;
+    stacks/fsdp1.py, stacks/fsdp2.py)."""
+    if plan.hardware.gpus == 1:
+        return False
+    return strategy_spec(plan.strategy).shards_weights or (
+        stack_for(plan).shard_grad_op_rests_sharded and plan.strategy is Strategy.fsdp_shard_grad_op
+    )
+
+
 def _model_bytes(plan: Plan) -> int:
     """The checkpoint as the stack loads it: bf16 for a QLoRA base read before quantizing,
     else the parameters' dtype."""
@@ -72,7 +84,7 @@ def _model_bytes(plan: Plan) -> int:
 def _loading(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     layer, root = unit_parameters(plan)
     width = 2 if plan.method is Method.qlora else plan.precision.weight_bytes
-    sharded = strategy_spec(plan.strategy).shards_weights and plan.hardware.gpus > 1
+    sharded = _rests_sharded(plan)
     in_flight = width * max(layer, root)  # the unit being sharded, or the tensor quantized
     gpu = step.state.weights + (round(in_flight) if sharded or plan.method is Method.qlora else 0)
     copies = plan.hardware.gpus_per_node if stack_for(plan).loads_on_every_rank else 1
@@ -94,7 +106,7 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     gathered = 0
     cpu = 0
     what = "each tensor saved from the GPU copy it has"
-    if spec.shards_weights and plan.hardware.gpus > 1:
+    if _rests_sharded(plan):
         # FSDP gathers one unit at a time (the root unit holds the embeddings and lm_head),
         # DeepSpeed one module's parameters (GatheredParameters): the largest tensor
         arch = plan.model.architecture

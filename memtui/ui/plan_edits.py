@@ -177,7 +177,10 @@ def _hardware_int(key: str, label: str) -> Setting:
 
 
 def _targets_step(p: Plan, d: int) -> Plan:
-    options = [("all-linear",), ("attention",)]
+    """PEFT's shorthands, then all-linear with adapters on lm_head, and on the embedding too
+    (by this model's module names: LoRA on the vocabulary modules)."""
+    embed, head = (lin.name for lin in p.model.architecture.vocabulary_modules)
+    options = [("all-linear",), ("attention",), ("all-linear", head), ("all-linear", embed, head)]
     return _cycle(options, p.lora_targets, d, lambda v: _validated(p, {"lora_targets": v}))
 
 

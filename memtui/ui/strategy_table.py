@@ -53,13 +53,13 @@ class StrategyTable(ViewWidget):
         current = self.get_component_rich_style("strategy-table--current")
         for row in view.report.strategies:
             mine = row.strategy is view.current
-            if not row.applicable:  # a plan that cannot run has no figures
-                name = ("▶ " if mine else "  ") + row.strategy.value
+            name = ("▶ " if mine else "  ") + row.strategy.value
+            if not row.applicable:  # the plan's stack cannot run it (row.note says why)
                 table.add_row(name, "-", "-", "n/a", "-", style=current if mine else no)
                 continue
             fits = "yes" if row.fits else ("static" if row.fits_static else "no")
             table.add_row(
-                ("▶ " if mine else "  ") + row.strategy.value,
+                name,
                 num(row.per_gpu_static, unit),
                 num(row.per_gpu_total, unit),
                 fits,

@@ -90,6 +90,9 @@ class BookStack:
     saves_full_optimizer_state: ClassVar[bool] = False
     """Saving gathers the full state dict in the shards' dtype and the full optimizer state on
     rank 0 (accelerate's FSDP FULL_STATE_DICT), not a 16-bit state dict."""
+    shard_grad_op_rests_sharded: ClassVar[bool] = False
+    """Its SHARD_GRAD_OP strategy keeps the parameters sharded between steps (FSDP's), not
+    whole as ZeRO-2's do; memtui/estimator/phases.py."""
 
     def __init__(self) -> None:
         self._states = BoundedCache()
@@ -120,13 +123,28 @@ class BookStack:
 
     def check(self, plan: Plan) -> None:
         """Raise ValueError (one line) when the stack cannot run the plan as given."""
-        if plan.strategy not in self.strategies:
-            raise ValueError(self.why_not(plan.strategy))
+        why = self.why_not(plan.strategy, plan)
+        if why is not None:
+            raise ValueError(why)
         if plan.precision not in self.precisions:
             allowed = ", ".join(p.value for p in Precision if p in self.precisions)
             raise ValueError(
                 f"the {self.name.value} stack runs precision {allowed}, not {plan.precision.value}"
             )
+        if plan.loss not in self.losses:
+            allowed = ", ".join(loss.value for loss in self.losses)
+            raise ValueError(
+                f"the {self.name.value} stack computes the loss {allowed}, not {plan.loss.value}"
+            )
+        if plan.offload not in self.offloads:
+            allowed = ", ".join(o.value for o in self.offloads)
+            raise ValueError(
+                f"the {self.name.value} stack offloads {allowed}, not {plan.offload.value}"
+            )
+        if plan.optimizer_in_backward and not self.optimizer_in_backward:
+            raise ValueError(f"the {self.name.value} stack cannot step the optimizer in backward")
+        if plan.activation_offload and not self.activation_offload:
+            raise ValueError(f"the {self.name.value} stack has no activation offloading")
 
     def suited(self, plan: Plan) -> dict[str, object]:
         """The changes that let this stack run `plan`: its first strategy and precision in
@@ -149,8 +167,11 @@ class BookStack:
             changes["activation_offload"] = False
         return changes
 
-    def why_not(self, strategy: Strategy) -> str:
-        """Why this stack cannot run `strategy`."""
+    def why_not(self, strategy: Strategy, plan: Plan | None = None) -> str | None:
+        """Why this stack cannot run `strategy` (for `plan`, when given: a stack may refuse a
+        strategy on some hardware only); None when it can."""
+        if strategy in self.strategies:
+            return None
         allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
         return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
 

@@ -7,7 +7,10 @@ Read from DeepSpeed 0.19.6 (deepspeedai/DeepSpeed) and transformers 5.24:
   parameters (single_partition_of_fp32_groups) with Adam's fp32 moments; bf16 gradients,
   whole under stage 1 (param.grad until reduce_gradients), partitioned under stage 2
   (grads_in_partition); the reduce bucket (setup_buckets) of reduce_bucket_size elements,
-  twice with overlap_comm; at the step the local gradient partition is copied to fp32.
+  twice with overlap_comm; at the step the local gradient partition is copied to fp32. The
+  updated partitions are all-gathered straight into the bf16 flat groups
+  (runtime/utils.py all_gather_dp_groups: all_gather_into_tensor), so allgather_bucket_size
+  allocates nothing.
   With data_types.grad_accum_dtype fp32 stage 1 runs BF16_Optimizer instead
   (runtime/bf16_optimizer.py: an unpartitioned fp32 gradient buffer beside the bf16 grads;
   engine.py _do_optimizer_sanity_check).

@@ -2,18 +2,34 @@
 
 Read from torch 2.13 (distributed/fsdp/) and accelerate 1.15: accelerate upcasts trainable
 parameters to fp32 before wrapping (accelerator.py prepare_model) and sets
-MixedPrecision(param_dtype=bf16, reduce_dtype=bf16); each FlatParamHandle keeps the fp32
-shard, gathers into a bf16 unsharded flat parameter (_flat_param.py _full_param_padded) and
-keeps the sharded gradient in fp32 (_saved_grad_shard). accelerate passes
-limit_all_gathers=True, so at most two all-gathers are in flight (_limiter_utils.py
-_FreeEventQueue: _max_num_inflight_all_gathers = 2): the running unit and one more. The
-state layout is FSDP2's.
+MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's books:
+- Parameters are flattened per wrapped unit into one FlatParameter (_flat_param.py
+  FlatParamHandle), not kept as per-parameter DTensors. Its fp32 shard (_local_shard) is
+  the master; an all-gather writes the whole unit into one bf16 flat buffer
+  (FlatParamHandle.init_flat_param_attributes: _full_param_padded in the param dtype),
+  freed at reshard. The sharded gradient is cast back to fp32 (_runtime_utils.py
+  _cast_grad_to_param_dtype). So the state layout is FSDP2's.
+- FlatParamHandle.shard() runs for every sharded strategy (uses_sharded_strategy: FULL_SHARD,
+  SHARD_GRAD_OP, HYBRID_SHARD): SHARD_GRAD_OP's parameters rest sharded too; it only keeps
+  _full_param_padded from forward to backward (_runtime_utils.py _should_free_in_backward:
+  freed after forward only for RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES).
+- accelerate passes limit_all_gathers=True, so at most two all-gathers are in flight
+  (_limiter_utils.py _FreeEventQueue: _max_num_inflight_all_gathers = 2): the running unit
+  and one more, plus the root unit (embeddings, final norm, lm_head) that stays gathered.
+- Under gradient accumulation accelerate runs FSDP's no_sync (Accelerator.no_sync), which
+  accumulates the full model's unsharded gradients in the param dtype until the last
+  micro-batch (FullyShardedDataParallel.no_sync: "FSDP will accumulate the full model
+  gradients (instead of gradient shards)").
 """
 
 from __future__ import annotations
 
-from memtui.estimator.choices import StackName
-from memtui.estimator.stacks.fsdp2 import Fsdp2Stack
+from memtui.estimator.activations import Setup
+from memtui.estimator.choices import Precision, StackName, Strategy
+from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, unit_buffers
+from memtui.estimator.state import StaticState
+from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
 
 
 class Fsdp1Stack(Fsdp2Stack):
@@ -22,6 +38,24 @@ class Fsdp1Stack(Fsdp2Stack):
     name = StackName.fsdp1
     label = "FSDP1 (FullyShardedDataParallel)"
     units_in_flight = 2  # limit_all_gathers
+
+    def transient(
+        self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
+    ) -> Transient:
+        compute = plan.precision.activation_bytes  # param_dtype = reduce_dtype under accelerate
+        backward, detail = unit_buffers(plan, strategy, state, self.units_in_flight, compute)
+        persistent = 0
+        if plan.grad_accum > 1 and plan.hardware.gpus > 1:  # no_sync: unsharded gradients
+            persistent = round(compute * state.trainable / plan.tp)
+            detail += f", unsharded gradients between micro-batches {persistent / 1e9:.2f} GB"
+        master = 4 if plan.precision is not Precision.bf16 else 2
+        step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
+        return Transient(
+            persistent,
+            backward + dequantized_weight(plan),
+            step,
+            f"{detail}; optimizer step: {why}",
+        )
 
 
 FSDP1 = Fsdp1Stack()

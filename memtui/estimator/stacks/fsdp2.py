@@ -183,8 +183,9 @@ class Fsdp2Stack(BookStack):
     offloads = (Offload.none, Offload.params)
     optimizer_in_backward = False
     saves_full_optimizer_state = True  # accelerate's FULL_STATE_DICT (fsdp1 too)
-    #: the running unit, its all-gather buffer and the next unit's (prefetched)
-    units_in_flight = 3
+    # fully_shard(reshard_after_forward=False) still shards every parameter at rest (FSDP1's
+    # FlatParamHandle.shard() too: fsdp1.py inherits this)
+    shard_grad_op_rests_sharded = True
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -204,22 +205,17 @@ class Fsdp2Stack(BookStack):
         )
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
-        # FSDP2's parameters rest sharded under SHARD_GRAD_OP too (fully_shard's
+        # parameters rest sharded under SHARD_GRAD_OP too (fully_shard's
         # reshard_after_forward=False only keeps them unsharded from forward to backward:
-        # `accelerate_buffers`); FSDP1 is left to its own module
-        if self.name is StackName.fsdp2 and strategy is Strategy.fsdp_shard_grad_op:
+        # `accelerate_buffers`; FSDP1's FlatParameter likewise: fsdp1.py)
+        if strategy is Strategy.fsdp_shard_grad_op:
             strategy = Strategy.fsdp
         return super().static_state(plan, strategy)
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
-        reduce = plan.precision.activation_bytes  # accelerate: reduce_dtype = param_dtype
-        if self.name is StackName.fsdp2:
-            persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
-        else:  # FSDP1 (fsdp1.py): flat parameters, limit_all_gathers
-            persistent = 0
-            backward, detail = unit_buffers(plan, strategy, state, self.units_in_flight, reduce)
+        persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
         dequant = dequantized_weight(plan)
         master = shard_bytes(plan)
         step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)

@@ -86,13 +86,13 @@ class TorchtuneStack(BookStack):
     offloads = (Offload.none, Offload.params)  # fsdp_cpu_offload
     loads_on_every_rank = False  # the distributed recipes load once per node and scatter
 
-    def check(self, plan: Plan) -> None:
-        super().check(plan)
-        if plan.strategy is Strategy.ddp and plan.hardware.gpus > 1:
-            raise ValueError(
+    def why_not(self, strategy: Strategy, plan: Plan | None = None) -> str | None:
+        if plan is not None and strategy is Strategy.ddp and plan.hardware.gpus > 1:
+            return (
                 "torchtune's distributed recipes shard with FSDP: use fsdp on more than one "
                 "GPU (ddp stands for its single-device recipes)"
             )
+        return super().why_not(strategy, plan)
 
     def suited(self, plan: Plan) -> dict[str, object]:
         changes = super().suited(plan)
