@@ -153,7 +153,12 @@ def test_a_stack_with_no_cpu_runner_is_refused_not_run_as_another(
     monkeypatch.setitem(sys.modules, "memtui.measure.fsdp2", fake)
     monkeypatch.delitem(measure_package.NOT_MEASURED, StackName.litgpt)
     config = llama()
-    fields = {"stack": StackName.litgpt, "strategy": Strategy.ddp, "precision": "bf16"}
+    fields = {
+        "stack": StackName.litgpt,
+        "strategy": Strategy.ddp,
+        "precision": "bf16",
+        "loss": "chunked",
+    }
     plan = plan_for(config, fields, "tiny")
     with pytest.raises(Unsupported, match="--stack litgpt is not measured on CPU"):
         measure("tiny", plan, config=config)
