@@ -28,14 +28,13 @@ Read from DeepSpeed 0.19.6 (deepspeedai/DeepSpeed) and transformers 5.24:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
-from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -119,14 +118,7 @@ class DeepSpeedStack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         # everything bf16 (the engine cast it): the adapters share their inputs
-        return replace(
-            activation_setup(plan),
-            compute_bytes=BF16,
-            residual_bytes=BF16,
-            adapter_output_bytes=BF16,
-            grad_bytes=BF16,
-            batch_labels=True,
-        )
+        return one_dtype_setup(plan, BF16)
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

@@ -42,14 +42,13 @@ fsdp2_prepare_model over two CPU processes) and read again where it disagreed:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from memtui.estimator.activations import Setup, buffers_beyond
 from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
-from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -194,15 +193,7 @@ class Fsdp2Stack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         # adapters are gathered in param_dtype with the rest: they share their inputs
-        width = plan.precision.activation_bytes
-        return replace(
-            activation_setup(plan),
-            compute_bytes=width,
-            residual_bytes=width,
-            adapter_output_bytes=width,
-            grad_bytes=width,
-            batch_labels=True,
-        )
+        return one_dtype_setup(plan, plan.precision.activation_bytes)
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
         # parameters rest sharded under SHARD_GRAD_OP too (fully_shard's

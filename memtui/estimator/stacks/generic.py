@@ -65,6 +65,20 @@ def activation_setup(plan: Plan) -> Setup:
     )
 
 
+def one_dtype_setup(plan: Plan, width: int) -> Setup:
+    """A loop that runs every tensor in one dtype of `width` bytes (activations, the residual
+    stream, adapter outputs, gradients; the adapters share their inputs) and whose batch
+    holds the labels through the step (the real stacks' loops)."""
+    return replace(
+        activation_setup(plan),
+        compute_bytes=width,
+        residual_bytes=width,
+        adapter_output_bytes=width,
+        grad_bytes=width,
+        batch_labels=True,
+    )
+
+
 class GenericStack(BookStack):
     """Today's step: bf16 weights and gradients, an fp32 master copy in mixed precision,
     the optimizer's state, every layer's saved tensors, 12 B per logit, and the buffers of

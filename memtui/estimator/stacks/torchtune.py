@@ -28,7 +28,7 @@ from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.fsdp2 import unit_buffers
-from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -61,18 +61,9 @@ def same_dtype_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layou
 
 
 def same_dtype_setup(plan: Plan) -> Setup:
-    """The model run in its own dtype, adapters sharing their inputs, the batch's labels
-    held by the loop (torchtune's recipes pop them from the batch for the loss; LitGPT's
-    fit loop reads batch["labels"])."""
-    width = plan.precision.weight_bytes
-    return replace(
-        activation_setup(plan),
-        compute_bytes=width,
-        residual_bytes=width,
-        adapter_output_bytes=width,
-        grad_bytes=width,
-        batch_labels=True,
-    )
+    """The model run in its own dtype (torchtune's recipes pop the labels from the batch for
+    the loss; LitGPT's fit loop reads batch["labels"])."""
+    return one_dtype_setup(plan, plan.precision.weight_bytes)
 
 
 class TorchtuneStack(BookStack):
