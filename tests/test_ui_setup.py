@@ -84,6 +84,15 @@ async def test_app_notifies_about_bad_themes_and_unknown_names(tmp_path: Path) -
     assert any("no theme 'nope'" in m for m in seen)
 
 
+async def test_the_dashboard_is_the_first_screen_with_no_blank_one_below() -> None:
+    """The dashboard is the app's first screen: a blank default screen under it was laid out
+    and drawn in full before the dashboard's first frame (benchmarks/bench_ui.py)."""
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.screen_stack == [screen_of(app)]
+
+
 async def test_theme_flag_selects_the_light_theme() -> None:
     app = make_app(llama_plan(), theme="memtui-light")
     async with app.run_test(size=(80, 24)):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ConfigDict
+
 from memtui.estimator.choices import Strategy
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.terms import TermKind
@@ -168,6 +170,10 @@ class Provenance(Frozen):
 class EstimateDocument(Frozen):
     """What `memtui estimate --json` prints: one object, bytes as integers. README.md lists
     every key; scripts and CI gates read it, so keys are only ever added."""
+
+    # built at its first use (`estimate --json`), not when the dashboard imports the
+    # estimator: its validator and serializer cost ~2 ms of a start it never uses
+    model_config = ConfigDict(defer_build=True)
 
     model: str
     parameters: Parameters

@@ -1,4 +1,5 @@
-"""The thin App: registers themes, pushes the dashboard screen, starts and stops the source.
+"""The thin App: registers themes, makes the dashboard its first screen, starts and stops the
+source.
 
 It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and calls
 `make_app`, which the tests call too (docs/architecture.md, "A thin App"). App-wide keys: `t` next
@@ -103,18 +104,21 @@ class MemtuiApp(App[None]):
         # the stylesheet uses memtui's variables; any theme (even a built-in) stays parseable
         return dict(VARIABLE_DEFAULTS)
 
-    def on_mount(self) -> None:
-        self.push_screen(
-            DashboardScreen(
-                self._plan,
-                self.source,
-                interval=self._interval,
-                plan_only_reason=self._plan_only_reason,
-                fit_to_devices=self._fit,
-                save_path=self._save_path,
-                first_poll=self._first_poll,
-            )
+    def get_default_screen(self) -> DashboardScreen:
+        # the dashboard is the first screen itself (Textual's documented hook), not pushed
+        # over the blank default one: the blank screen was laid out and fully drawn first,
+        # a frame nobody needed on the way to the first one (benchmarks/profile_ui.py)
+        return DashboardScreen(
+            self._plan,
+            self.source,
+            interval=self._interval,
+            plan_only_reason=self._plan_only_reason,
+            fit_to_devices=self._fit,
+            save_path=self._save_path,
+            first_poll=self._first_poll,
         )
+
+    def on_mount(self) -> None:
         if self._snapshot is not None:
             self.action_open_snapshot(self._snapshot)
         for problem in self.theme_problems:  # reported, never fatal
