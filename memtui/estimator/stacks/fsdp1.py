@@ -25,9 +25,9 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
 from __future__ import annotations
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import Precision, StackName, Strategy
+from memtui.estimator.choices import StackName, Strategy
 from memtui.estimator.plan import Plan
-from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, unit_buffers
+from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, shard_bytes, unit_buffers
 from memtui.estimator.state import StaticState
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
 
@@ -48,8 +48,7 @@ class Fsdp1Stack(Fsdp2Stack):
         if plan.grad_accum > 1 and plan.hardware.gpus > 1:  # no_sync: unsharded gradients
             persistent = round(compute * state.trainable / plan.tp)
             detail += f", unsharded gradients between micro-batches {persistent / 1e9:.2f} GB"
-        master = 4 if plan.precision is not Precision.bf16 else 2
-        step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
+        step, why = optimizer_temporaries(plan, strategy, state, shard_bytes(plan), fused=True)
         return Transient(
             persistent,
             backward + dequantized_weight(plan),
