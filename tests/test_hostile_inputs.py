@@ -42,6 +42,19 @@ def _one_error_line(out: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+def _memtui(args: list[str] | tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:
+    """`python -m memtui ARGS` from the checkout, no stdin (a prompt would hang the test)."""
+    return subprocess.run(
+        [sys.executable, "-m", "memtui", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "names"), BAD_WATCH_FLAGS, ids=[" ".join(flags) for flags, _ in BAD_WATCH_FLAGS]
 )
@@ -63,16 +76,7 @@ def test_bad_watch_flags_are_one_line_exit_2(flags: tuple[str, ...], names: str)
     ids=lambda v: " ".join(v),
 )
 def test_bad_dashboard_flags_are_one_line_exit_2(flags: tuple[str, ...]) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "memtui", *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
+    out = _memtui(flags, timeout=30)
     assert out.returncode == 2, (out.returncode, out.stderr)
     assert flags[1] in _one_error_line(out)
 
@@ -297,16 +301,7 @@ def test_every_listed_input_ends_with_0_1_or_2_and_one_line(
 ) -> None:
     files = _files(tmp_path)
     args = [files[a[1:-1]] if a.startswith("{") else a for a in argv]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "memtui", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    out = _memtui(args, timeout=120)
     assert out.returncode == code, (out.returncode, out.stderr[-2000:])
     if says is None:
         assert out.stderr == ""
