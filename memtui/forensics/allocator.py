@@ -19,7 +19,6 @@ from __future__ import annotations
 from memtui.estimator.units import GiB, MiB
 from memtui.forensics.model import AllocatorSettings, Attribution, DeviceSummary, Finding
 
-K_MIN_BLOCK = 512
 K_SMALL_SIZE = 1 * MiB
 K_SMALL_BUFFER = 2 * MiB
 K_LARGE_BUFFER = 20 * MiB

@@ -156,13 +156,6 @@ class BoundedSource:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def wait_idle(self, timeout_s: float | None = None) -> bool:
-        """Wait for an abandoned poll to end (tests, shutdown); True when none is running."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-        return not self.busy()
-
     def close(self) -> None:
         """Close the inner source, bounded: never while a hung poll still holds it (closing
         would hang too), and never waiting more than `timeout_s`. Safe to call twice."""
