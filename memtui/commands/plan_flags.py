@@ -150,10 +150,10 @@ def _flag_options(name: str, field: FieldInfo, knob: Knob) -> dict[str, Any]:
         Entry.probability: _probability,
         Entry.names: _names,
     }
-    kind = None if knob.entry is not None else _value_type(field.annotation)
     if knob.entry is not None:
-        options["type"] = parsers[knob.entry]
-    elif isinstance(kind, type) and issubclass(kind, Enum):
+        return {**options, "type": parsers[knob.entry]}
+    kind = _value_type(field.annotation)
+    if isinstance(kind, type) and issubclass(kind, Enum):
         options["choices"] = [member.value for member in kind]
     elif kind is bool:
         options.update(action=argparse.BooleanOptionalAction, default=None)
@@ -252,6 +252,7 @@ _WRITTEN_OUT: dict[str, Callable[[_ArgumentGroup], None]] = {
 
 
 def _dest(flag: str) -> str:
+    """The attribute argparse stores a flag's value in."""
     return flag.removeprefix("--").replace("-", "_")
 
 
@@ -263,11 +264,11 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     from memtui.estimator.plan import ModelSpec, Plan
     from memtui.estimator.precedence import PlanLayer
 
-    values = {
-        name: getattr(args, _dest(knob.flag))
-        for name, _, knob in knobs(Plan)
-        if knob.flag is not None and getattr(args, _dest(knob.flag), None) is not None
-    }
+    values: dict[str, Any] = {}
+    for name, _, knob in knobs(Plan):
+        value = getattr(args, _dest(knob.flag), None) if knob.flag else None
+        if value is not None:
+            values[name] = value
     if args.params is not None:
         values["model"] = ModelSpec.from_parameters(args.params)
     elif args.model is not None:

@@ -4,7 +4,8 @@ Each `Setting` names a plan input, how it reads on screen, and how a step up or 
 step returns a new frozen Plan (`Plan.evolve`, every validator run: docs/architecture.md, "Immutable
 plans, changed through evolve"); a value the Plan rejects (e.g. parameter offload with DDP) is
 skipped, so cycling never gets stuck. No memory arithmetic lives here: the estimator computes every
-byte.
+byte. A field's row follows from its type and its `Knob` (`memtui/estimator/knobs.py`: label,
+rungs); rows that need more are written out in `_LAID_OUT`.
 """
 
 from __future__ import annotations
