@@ -26,6 +26,7 @@ from memtui.estimator.choices import (
     Strategy,
 )
 from memtui.estimator.frozen import Frozen
+from memtui.estimator.knobs import POWERS_OF_TWO, Entry, FlagGroup, Knob
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.units import GiB
 
@@ -91,17 +92,25 @@ class ModelSpec(Frozen):
 class Hardware(Frozen):
     """The node(s): how many GPUs, how much memory each, how fast they talk."""
 
-    gpus_per_node: int = Field(8, ge=1, le=1024)
+    gpus_per_node: Annotated[
+        int, Knob(FlagGroup.hardware, "--gpus", "GPUs per node (default 8)", label="GPUs/node")
+    ] = Field(8, ge=1, le=1024)
     """GPUs in one node."""
-    nodes: int = Field(1, ge=1, le=100_000)
+    nodes: Annotated[
+        int, Knob(FlagGroup.hardware, "--nodes", "nodes (default 1)", label="Nodes")
+    ] = Field(1, ge=1, le=100_000)
     """Nodes; GPUs in all = gpus_per_node x nodes."""
-    gpu_memory: Bytes = Field(81559 * 2**20, gt=0)
+    gpu_memory: Annotated[Bytes, Knob(FlagGroup.hardware)] = Field(81559 * 2**20, gt=0)
     """Bytes per GPU, as NVML reports the total (default: H100 80GB, 81559 MiB)."""
     gpu_name: str = "H100 80GB SXM"
     """The card, for display."""
-    intra_node_bandwidth: float = Field(450e9, gt=0)
+    intra_node_bandwidth: Annotated[float, Knob(FlagGroup.hardware, label="Intra-node")] = Field(
+        450e9, gt=0
+    )
     """Bytes/s per GPU per direction inside a node (NVLink 4: 450 GB/s)."""
-    inter_node_bandwidth: float = Field(50e9, gt=0)
+    inter_node_bandwidth: Annotated[float, Knob(FlagGroup.hardware, label="Inter-node")] = Field(
+        50e9, gt=0
+    )
     """Bytes/s per GPU per direction across nodes (one 400 Gb/s NDR port per GPU)."""
     compute_capability: float = Field(9.0, ge=3, le=20)
     """The card's CUDA compute capability (H100: 9.0): PyTorch sizes its cuBLAS workspace by
@@ -116,25 +125,42 @@ class OverheadSettings(Frozen):
     """Memory that is not the model's tensors: the CUDA context, NCCL's buffers, cuBLAS's
     workspace and what the caching allocator reserves beyond the tensors it holds."""
 
-    enabled: bool = True
+    enabled: Annotated[bool, Knob(FlagGroup.overhead, label="Overhead")] = True
     """False: show the model's tensors alone (`--overhead none`)."""
-    cuda_context: Bytes = Field(512 * 2**20, ge=0)
+    cuda_context: Annotated[
+        Bytes,
+        Knob(FlagGroup.overhead, "--cuda-context", None, Entry.size, "SIZE", "CUDA context"),
+    ] = Field(512 * 2**20, ge=0)
     """Bytes of CUDA context + kernel images per process, outside PyTorch's allocator (only
     nvidia-smi sees it). CUDA 11.7+ with lazy module loading: 287 MB on the GPU of PyTorch
     PR #86509, 300-400 MB per PyTorch's maintainers (issues #107667, #109888); no published
     H100 figure, so 512 MiB until benchmarks/cuda_check.py measures it."""
-    nccl: Bytes = Field(1 * GiB, ge=0)
+    nccl: Annotated[
+        Bytes, Knob(FlagGroup.overhead, "--nccl-buffers", None, Entry.size, "SIZE", "NCCL buffers")
+    ] = Field(1 * GiB, ge=0)
     """Bytes NCCL keeps once communicators exist, outside PyTorch's allocator: NCCL_BUFFSIZE
     4 MiB (+ LL and LL128 buffers) per channel per peer (nccl src/init.cc); 544-688 MB per
     group on 4 x A100 (NVIDIA/nccl #964), about 1.6 GB after an all-reduce (#864), NVLS adds
     about 288 MiB per rank on NVSwitch systems. 1 GiB, only with more than one GPU."""
-    fragmentation: float = Field(0.10, ge=0, le=1)
+    fragmentation: Annotated[
+        float,
+        Knob(
+            FlagGroup.overhead,
+            "--fragmentation",
+            "allocator reserve beyond the allocated peak (0.10)",
+            Entry.fraction,
+            "FRACTION",
+            "Fragmentation",
+        ),
+    ] = Field(0.10, ge=0, le=1)
     """What the caching allocator reserves beyond its allocated peak, as a fraction of it
     (max_memory_reserved / max_memory_allocated - 1): freed blocks it keeps cached that the
     next requests cannot reuse, 2 MiB rounding of large blocks (c10/cuda/
     CUDACachingAllocator.cpp). A planning figure until benchmarks/cuda_check.py calibrates
     it; expandable segments cut it to `expandable_fragmentation`."""
-    expandable_fragmentation: float = Field(0.02, ge=0, le=1)
+    expandable_fragmentation: Annotated[
+        float, Knob(FlagGroup.overhead, label="Frag. (expand.)")
+    ] = Field(0.02, ge=0, le=1)
     """The same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, whose segments grow in
     2 MiB pages and unmap freed ones (the allocator's own remedy for fragmentation)."""
 
@@ -144,18 +170,37 @@ class DeepSpeedSettings(Frozen):
     None means "auto", resolved as Transformers' HfTrainerDeepSpeedConfig does from the
     model's hidden size."""
 
-    reduce_bucket_size: Elements | None = Field(None, ge=1)
+    reduce_bucket_size: Annotated[
+        Elements | None,
+        Knob(FlagGroup.deepspeed, "--ds-reduce-bucket", None, Entry.count, "ELEMENTS"),
+    ] = Field(None, ge=1)
     """Elements of the gradient reduce bucket (auto: hidden^2; DeepSpeed's own default 5e8)."""
-    prefetch_bucket_size: Elements | None = Field(None, ge=0)
+    prefetch_bucket_size: Annotated[
+        Elements | None,
+        Knob(FlagGroup.deepspeed, "--ds-prefetch-bucket", None, Entry.count, "ELEMENTS"),
+    ] = Field(None, ge=0)
     """ZeRO-3: elements gathered ahead of use (auto: 0.9 hidden^2; DeepSpeed's 5e7)."""
-    max_live_parameters: Elements = Field(10**9, ge=1)
+    max_live_parameters: Annotated[
+        Elements,
+        Knob(FlagGroup.deepspeed, "--ds-max-live-parameters", None, Entry.count, "ELEMENTS"),
+    ] = Field(10**9, ge=1)
     """ZeRO-3: at most this many gathered elements alive (stage3_max_live_parameters)."""
-    persistence_threshold: Elements | None = Field(None, ge=0)
+    persistence_threshold: Annotated[
+        Elements | None,
+        Knob(FlagGroup.deepspeed, "--ds-persistence-threshold", None, Entry.count, "ELEMENTS"),
+    ] = Field(None, ge=0)
     """ZeRO-3: parameters this small are never partitioned (auto: 10 hidden; 1e5)."""
-    overlap_comm: bool | None = None
+    overlap_comm: Annotated[bool | None, Knob(FlagGroup.deepspeed, "--ds-overlap-comm")] = None
     """Double the reduce bucket to overlap communication; None: DeepSpeed's default (on for
     ZeRO-3 only)."""
-    grad_accum_fp32: bool = False
+    grad_accum_fp32: Annotated[
+        bool,
+        Knob(
+            FlagGroup.deepspeed,
+            "--ds-grad-accum-fp32",
+            "data_types.grad_accum_dtype fp32 (ZeRO-1: BF16_Optimizer)",
+        ),
+    ] = False
     """data_types.grad_accum_dtype fp32: ZeRO-1 then runs BF16_Optimizer, which keeps a full
     fp32 gradient buffer (runtime/bf16_optimizer.py)."""
     sub_group_size: Elements = Field(10**9, ge=1)
@@ -165,66 +210,212 @@ class DeepSpeedSettings(Frozen):
 class Plan(Frozen):
     """Everything the estimator needs; frozen, replaced whole on every change."""
 
-    model: ModelSpec
+    model: Annotated[ModelSpec, Knob(FlagGroup.model, label="Model")]
     hardware: Hardware = Hardware()
-    method: Method = Method.full
-    lora_rank: int = Field(16, ge=1, le=4096)
+    method: Annotated[Method, Knob(FlagGroup.method, "--method", label="Method")] = Method.full
+    lora_rank: Annotated[
+        int, Knob(FlagGroup.method, "--lora-rank", label="LoRA rank", steps=POWERS_OF_TWO)
+    ] = Field(16, ge=1, le=4096)
     """LoRA rank r: each adapted linear d_in -> d_out gains r (d_in + d_out) parameters."""
-    lora_targets: tuple[str, ...] = ("all-linear",)
+    lora_targets: Annotated[tuple[str, ...], Knob(FlagGroup.method, label="LoRA targets")] = (
+        "all-linear",
+    )
     """'attention', 'all-linear', or module names (q_proj, v_proj, ...), as PEFT takes them."""
-    lora_fraction: float | None = Field(None, gt=0, le=1)
+    lora_fraction: Annotated[
+        float | None,
+        Knob(
+            FlagGroup.method,
+            "--lora-fraction",
+            "adapter size as a share of the model: 0.025 or 2.5% (bare counts)",
+            Entry.fraction,
+            label="LoRA fraction",
+        ),
+    ] = Field(None, gt=0, le=1)
     """Adapter size as a fraction of the model, for a bare parameter count (seed 002: 0.025)."""
-    qlora_double_quant: bool = True
+    qlora_double_quant: Annotated[
+        bool,
+        Knob(
+            FlagGroup.method,
+            "--double-quant",
+            "QLoRA double quantization (default on)",
+            label="QLoRA 2x quant",
+        ),
+    ] = True
     """QLoRA double quantization: 4.127 instead of 4.5 bits per base parameter."""
-    qlora_upcast: bool = True
+    qlora_upcast: Annotated[
+        bool,
+        Knob(
+            FlagGroup.method,
+            "--kbit-upcast",
+            "QLoRA: PEFT's fp32 upcast of non-quantized parameters (default on)",
+            label="QLoRA upcast",
+        ),
+    ] = True
     """PEFT's prepare_model_for_kbit_training casts non-quantized parameters to fp32."""
-    qlora_keeps_inputs: bool = False
+    qlora_keeps_inputs: Annotated[
+        bool,
+        Knob(
+            FlagGroup.method,
+            "--qlora-keeps-inputs",
+            "QLoRA's 4-bit linears keep their inputs (bitsandbytes before 0.43.2)",
+            label="4-bit saves in",
+        ),
+    ] = False
     """The 4-bit base linears keep their inputs for backward, as bitsandbytes did before
     0.43.2 (MatMul4Bit saved its input A; fixed in PR #1270, July 2024)."""
-    lora_dropout: float = Field(0.0, ge=0, lt=1)
+    lora_dropout: Annotated[
+        float,
+        Knob(
+            FlagGroup.method,
+            "--lora-dropout",
+            "LoRA dropout (PEFT default 0; above 0 each adapter keeps a mask and a copy)",
+            Entry.probability,
+            label="LoRA dropout",
+        ),
+    ] = Field(0.0, ge=0, lt=1)
     """LoRA dropout (PEFT's LoraConfig default 0.0; lit-gpt 0.05): above 0 every adapted
     linear keeps a mask and its dropped input."""
-    modules_to_save: tuple[str, ...] = ()
+    modules_to_save: Annotated[
+        tuple[str, ...],
+        Knob(
+            FlagGroup.method,
+            "--modules-to-save",
+            "modules trained in full beside the adapters: lm_head,embed_tokens",
+            Entry.names,
+            "NAMES",
+            "Full modules",
+        ),
+    ] = ()
     """Modules trained in full beside the adapters (PEFT modules_to_save: lm_head,
     embed_tokens), each a trainable copy of the original."""
-    precision: Precision = Precision.bf16_mixed
-    fp32_grad_buffer: bool = False
+    precision: Annotated[Precision, Knob(FlagGroup.optimizer, "--precision", label="Precision")] = (
+        Precision.bf16_mixed
+    )
+    fp32_grad_buffer: Annotated[bool, Knob(FlagGroup.optimizer, label="fp32 grad buf")] = False
     """Keep an fp32 gradient-accumulation buffer (+4 B/param; Megatron, DeepSpeed)."""
-    optimizer: Optimizer = Optimizer.adamw
-    optimizer_state_dtype: StateDtype = StateDtype.fp32
+    optimizer: Annotated[Optimizer, Knob(FlagGroup.optimizer, "--optimizer", label="Optimizer")] = (
+        Optimizer.adamw
+    )
+    optimizer_state_dtype: Annotated[
+        StateDtype, Knob(FlagGroup.optimizer, "--optimizer-state-dtype", label="Opt. state")
+    ] = StateDtype.fp32
     """Dtype of Adam-like moments (fp32: 8 B/param for AdamW; bf16: 4 B/param)."""
-    optimizer_kernel: OptimizerKernel = OptimizerKernel.auto
+    optimizer_kernel: Annotated[
+        OptimizerKernel,
+        Knob(
+            FlagGroup.optimizer,
+            "--optimizer-kernel",
+            "AdamW/Lion step: fused (no temporaries), foreach (torch's default without "
+            "fused=True: one moment-sized temporary), auto: the stack's default",
+            label="Opt. kernel",
+        ),
+    ] = OptimizerKernel.auto
     """How torch.optim's AdamW or Lion steps: fused (one kernel per group, no temporaries),
     foreach (its default on CUDA without fused=True: a moment-sized temporary), or the
     stack's default (Trainer's adamw_torch_fused, torchtune's fused: True configs)."""
-    optimizer_block_size: int = Field(256, ge=16)
+    optimizer_block_size: Annotated[
+        int,
+        Knob(
+            FlagGroup.optimizer,
+            "--optimizer-block-size",
+            "8-bit optimizers' absmax block (256 current bitsandbytes, 2048 paper)",
+            label="8-bit block",
+            steps=tuple(2**k for k in range(4, 13)),
+        ),
+    ] = Field(256, ge=16)
     """Block of the 8-bit optimizers' fp32 absmax: 256 in current bitsandbytes, 2048 in the
     8-bit optimizers paper (Dettmers et al. 2022) and older releases."""
-    strategy: Strategy = Strategy.fsdp
-    offload: Offload = Offload.none
-    micro_batch: int = Field(1, ge=1, le=65536)
+    strategy: Annotated[Strategy, Knob(FlagGroup.sharding, "--strategy", label="Strategy")] = (
+        Strategy.fsdp
+    )
+    offload: Annotated[Offload, Knob(FlagGroup.sharding, "--offload", label="Offload")] = (
+        Offload.none
+    )
+    micro_batch: Annotated[
+        int, Knob(FlagGroup.activations, "--micro-batch", label="Micro-batch")
+    ] = Field(1, ge=1, le=65536)
     """Sequences per GPU per forward pass."""
-    seq_len: int = Field(4096, ge=1, le=10_000_000)
+    seq_len: Annotated[
+        int, Knob(FlagGroup.activations, "--seq-len", label="Seq length", steps=POWERS_OF_TWO)
+    ] = Field(4096, ge=1, le=10_000_000)
     """Tokens per sequence."""
-    grad_accum: int = Field(1, ge=1, le=65536)
+    grad_accum: Annotated[int, Knob(FlagGroup.activations, "--grad-accum", label="Grad accum")] = (
+        Field(1, ge=1, le=65536)
+    )
     """Micro-batches per optimizer step."""
-    attention: Attention = Attention.flash
-    checkpointing: Checkpointing = Checkpointing.none
-    tp: int = Field(1, ge=1, le=1024)
+    attention: Annotated[
+        Attention, Knob(FlagGroup.activations, "--attention", label="Attention")
+    ] = Attention.flash
+    checkpointing: Annotated[
+        Checkpointing, Knob(FlagGroup.activations, "--checkpointing", label="Checkpointing")
+    ] = Checkpointing.none
+    tp: Annotated[
+        int,
+        Knob(
+            FlagGroup.activations,
+            "--tp",
+            "tensor-parallel degree (sequence parallel on)",
+            label="Tensor par.",
+            steps=POWERS_OF_TWO,
+        ),
+    ] = Field(1, ge=1, le=1024)
     """Tensor-parallel degree (with sequence parallelism); divides weights and activations."""
     overhead: OverheadSettings = OverheadSettings()
-    stack: StackName = StackName.generic
+    stack: Annotated[
+        StackName,
+        Knob(
+            FlagGroup.stack,
+            "--stack",
+            "the software that runs the job; its own bookkeeping sizes every term "
+            "(generic: memtui's model of a step). Switching stack adapts strategy, precision "
+            "and loss flags not given to ones it runs",
+            label="Stack",
+        ),
+    ] = StackName.generic
     """The software that runs the plan; its own bookkeeping sizes every term."""
-    loss: LossKind = LossKind.full
+    loss: Annotated[
+        LossKind,
+        Knob(
+            FlagGroup.activations,
+            "--loss",
+            "full: logits whole (transformers); chunked (torchtune, LitGPT); fused: "
+            "linear cross-entropy (Liger, CCE)",
+            label="Loss",
+        ),
+    ] = LossKind.full
     """How the loss meets the logits: whole (transformers), chunked, or a fused linear
     cross-entropy that never holds them whole."""
-    optimizer_in_backward: bool = False
+    optimizer_in_backward: Annotated[
+        bool,
+        Knob(
+            FlagGroup.activations,
+            "--optimizer-in-backward",
+            "step and free each gradient in its hook (torchtune; no grad accumulation)",
+            label="Opt. in bwd",
+        ),
+    ] = False
     """Step each parameter in its gradient hook and free the gradient there (torchtune's
     optimizer_in_bwd): no full set of gradients, no gradient accumulation."""
-    activation_offload: bool = False
+    activation_offload: Annotated[
+        bool,
+        Knob(
+            FlagGroup.activations,
+            "--activation-offload",
+            "checkpointed layer inputs to pinned CPU RAM (needs --checkpointing full)",
+            label="Act. offload",
+        ),
+    ] = False
     """Move the checkpointed layer inputs to pinned CPU memory during forward (torchtune's
     enable_activation_offloading; needs full checkpointing)."""
-    expandable_segments: bool = False
+    expandable_segments: Annotated[
+        bool,
+        Knob(
+            FlagGroup.overhead,
+            "--expandable-segments",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            label="Expandable seg.",
+        ),
+    ] = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)."""
     deepspeed: DeepSpeedSettings = DeepSpeedSettings()
     """ZeRO's buffer sizes (the deepspeed stack)."""

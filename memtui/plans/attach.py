@@ -205,7 +205,8 @@ def torchtune_configs(*executables: str | None) -> list[Path]:
 
 def plan_for(job: Job, base: Plan) -> tuple[Plan, Imported]:
     """The plan `job` was launched with, over `base` (ConfigError: one line)."""
-    from memtui.plans.imports import combine, import_facts
+    from memtui.estimator.precedence import merge
+    from memtui.plans.imports import import_facts
     from memtui.plans.registry import read_launch
 
     folders = torchtune_configs(job.executable, *_script_interpreters(job))
@@ -220,10 +221,10 @@ def plan_for(job: Job, base: Plan) -> tuple[Plan, Imported]:
     facts = read_launch(job.launch, job.env, f"pid {job.root} {job.launch.launcher}", builtin)
     if "hardware.gpus_per_node" not in facts.values and "world_size" not in facts.values:
         facts.default("hardware.gpus_per_node", len(job.devices), f"on {len(job.devices)} GPUs")
-    imported, start = import_facts(facts, base, set(), job.launch.cwd, model_given=False)
-    changes, notes = combine(start, imported, {})
-    imported.notes += notes
-    return start.evolve(**changes), imported
+    imported = import_facts(facts, base, set(), job.launch.cwd, model_given=False)
+    merged = merge(base, [imported.layer])
+    imported.notes += merged.notes
+    return merged.plan, imported
 
 
 def _script_interpreters(job: Job) -> list[str]:

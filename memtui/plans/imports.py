@@ -1,8 +1,9 @@
 """A plan from a job's own config files: `--from FILE...` for estimate, the dashboard, snapshot
 and measure, and the plan a running job is attached with.
 
-Precedence, lowest first: memtui's defaults (or a `--plan` file), then what the job's files
-say, then the flags given on the command line. The model comes from the files'
+The files make one layer of the plan (`Imported.layer`), between memtui's defaults (or a
+`--plan` file) and the flags given on the command line (`memtui.estimator.precedence.merge`).
+The model comes from the files'
 `base_model` / `model_name_or_path` / torchtune builder unless --model or --params is given,
 through the one model resolver (catalog, config.json, folder, offline Hugging Face cache).
 """
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memtui.errors import one_line
+from memtui.estimator.precedence import PlanLayer
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import ModelSpec, Plan
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
     from memtui.plans.facts import Facts
 
 # derive and facts load with the first --from: `memtui estimate` without it stays as fast
-
-_NESTED = ("hardware", "deepspeed", "overhead")
 
 
 @dataclass
@@ -46,6 +46,15 @@ class Imported:
     @property
     def assumptions(self) -> tuple[str, ...]:
         return (*self.derived.assumptions, *self.notes)
+
+    @property
+    def layer(self) -> PlanLayer:
+        """The fields the files decide, their model too, as the layer between the plan below
+        and the flags; a stack may adapt them (the notes say so)."""
+        fields = dict(self.derived.changes)
+        if self.model is not None:
+            fields["model"] = self.model
+        return PlanLayer(self.label, fields, pinned=False)
 
     def sets(self, name: str) -> bool:
         """Whether the files decided plan field `name` (dotted for nested ones)."""
@@ -72,65 +81,24 @@ def model_of(facts: Facts, cwd: Path) -> ModelSpec | None:
 
 
 def import_facts(
-    facts: Facts, start: Plan, given: set[str], cwd: Path, model_given: bool
-) -> tuple[Imported, Plan]:
-    """The files' fields over `start` (with their model unless one was given); returns
-    the import and the plan to apply the flags over."""
+    facts: Facts, below: Plan, given: set[str], cwd: Path, model_given: bool
+) -> Imported:
+    """The fields `facts` decide over the plan `below` them (and their model unless one was
+    given); `given`: the fields the flags set, dotted."""
     from memtui.plans.derive import derive
 
     model = None if model_given else model_of(facts, cwd)
-    if model is not None:
-        start = start.model_copy(update={"model": model})
-    imported = Imported(facts.source, derive(facts, start, given), model)
+    imported = Imported(facts.source, derive(facts, below, given), model)
     if model is not None:
         imported.derived.record("model", model.name, facts.values["model"].origin)
-    return imported, start
+    return imported
 
 
 def import_files(
-    paths: Iterable[str], start: Plan, given: set[str], model_given: bool, cwd: Path | None = None
-) -> tuple[Imported, Plan]:
+    paths: Iterable[str], below: Plan, given: set[str], model_given: bool, cwd: Path | None = None
+) -> Imported:
     """`--from FILE...`: read, merge and derive (ConfigError: one line, exit 2)."""
     from memtui.plans.registry import read_files
 
     cwd = cwd or Path.cwd()
-    return import_facts(read_files(paths, cwd), start, given, cwd, model_given)
-
-
-def combine(
-    start: Plan, imported: Imported | None, flags: dict[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """`Plan.evolve` arguments: the files' fields, the flags' over them. When a stack is
-    chosen, fields neither gives that it cannot run are adapted to it (`suited`), and so are
-    fields the files set that it cannot run (said in the returned notes); a flag is never
-    changed (evolve reports it if the stack cannot run it)."""
-    from memtui.estimator.stacks import STACKS
-
-    files = imported.derived.changes if imported is not None else {}
-    merged: dict[str, Any] = {}
-    for source in (files, flags):
-        for key, value in source.items():
-            if key in _NESTED and isinstance(value, dict):
-                merged[key] = {**merged.get(key, {}), **value}
-            else:
-                merged[key] = value
-    notes: list[str] = []
-    if "stack" not in merged:
-        return merged, notes
-    update = {k: v for k, v in merged.items() if k not in _NESTED and k != "model"}
-    for key in _NESTED:  # the GPU count decides, e.g. torchtune's DDP on one GPU only
-        if merged.get(key):
-            update[key] = getattr(start, key).model_copy(update=merged[key])
-    as_given = start.model_copy(update=update)  # validated once, by evolve, afterwards
-    stack = STACKS[as_given.stack]
-    for key, value in stack.suited(as_given).items():
-        if key in flags:
-            continue
-        if key in files:
-            shown = getattr(files[key], "value", files[key])
-            notes.append(
-                f"the {stack.name.value} stack cannot run {key} {shown}: "
-                f"{getattr(value, 'value', value)} instead"
-            )
-        merged[key] = value
-    return merged, notes
+    return import_facts(read_files(paths, cwd), below, given, cwd, model_given)

@@ -4,7 +4,8 @@ Each `Setting` names a plan input, how it reads on screen, and how a step up or 
 step returns a new frozen Plan (`Plan.evolve`, every validator run: docs/architecture.md, "Immutable
 plans, changed through evolve"); a value the Plan rejects (e.g. parameter offload with DDP) is
 skipped, so cycling never gets stuck. No memory arithmetic lives here: the estimator computes every
-byte.
+byte. A field's row follows from its type and its `Knob` (`memtui/estimator/knobs.py`: label,
+rungs); rows that need more are written out in `_LAID_OUT`.
 """
 
 from __future__ import annotations
@@ -18,22 +19,15 @@ from pydantic import ValidationError
 
 from memtui.errors import one_line
 from memtui.estimator import (
-    Attention,
     Checkpointing,
-    LossKind,
-    Method,
     ModelSpec,
-    Offload,
-    Optimizer,
-    OptimizerKernel,
     Plan,
-    Precision,
     StackName,
-    StateDtype,
-    Strategy,
 )
 from memtui.estimator.hardware import GPUS, INTER_NODE, INTRA_NODE
+from memtui.estimator.knobs import knob_of, knobs
 from memtui.estimator.plan import DeepSpeedSettings
+from memtui.estimator.precedence import PlanLayer, merge
 from memtui.estimator.units import format_count
 
 
@@ -73,9 +67,6 @@ def _ladder(values: Sequence[int], current: int, direction: int) -> int:
     return next((v for v in reversed(values) if v < current), current)
 
 
-_POWERS = [2**k for k in range(0, 21)]
-
-
 @dataclass(frozen=True)
 class Setting:
     """One row of the settings panel."""
@@ -95,6 +86,35 @@ class Setting:
         return self.fields or (self.key,)
 
 
+def _label(name: str) -> str:
+    """The row label a (dotted) Plan field's Knob names."""
+    model: Any = Plan
+    *sections, leaf = name.split(".")
+    for section in sections:
+        model = model.model_fields[section].annotation
+    knob = knob_of(model.model_fields[leaf])
+    if knob is None or knob.label is None:
+        raise TypeError(f"{name}: its Knob names no row label")
+    return knob.label
+
+
+def _row(key: str) -> Setting:
+    """The row of a top-level Plan field from its type and Knob: an enum cycles through its
+    values, a bool toggles, an int steps along the Knob's rungs or by one."""
+    if key not in Plan.model_fields:
+        raise TypeError(f"{key}: a section's row is written out in SETTINGS")
+    field = Plan.model_fields[key]
+    label, kind = _label(key), field.annotation
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return _enum_setting(key, label, kind)
+    if kind is bool:
+        return _toggle(key, label)
+    if kind is int:
+        knob = knob_of(field)
+        return _int_setting(key, label, knob.steps if knob else ())
+    raise TypeError(f"{key}: no row follows from its type {kind}: write it out in SETTINGS")
+
+
 def _enum_setting(key: str, label: str, enum: type[Enum]) -> Setting:
     values = list(enum)
     return Setting(
@@ -105,10 +125,10 @@ def _enum_setting(key: str, label: str, enum: type[Enum]) -> Setting:
     )
 
 
-def _int_setting(key: str, label: str, ladder: Sequence[int] | None = None) -> Setting:
+def _int_setting(key: str, label: str, steps: Sequence[int] = ()) -> Setting:
     def step(p: Plan, d: int) -> Plan:
         current = getattr(p, key)
-        new = _ladder(ladder, current, d) if ladder else current + d
+        new = _ladder(steps, current, d) if steps else current + d
         if new == current or new < 1:
             raise PlanEditError(f"{label} is already at its {'largest' if d > 0 else 'smallest'}")
         try:
@@ -147,7 +167,7 @@ def _gpu_step(p: Plan, d: int) -> Plan:
     return _cycle(names, current, d, build)
 
 
-def _link_setting(key: str, label: str, presets: dict[str, float]) -> Setting:
+def _link_setting(key: str, presets: dict[str, float]) -> Setting:
     names = list(presets)
 
     def show(p: Plan) -> str:
@@ -159,10 +179,13 @@ def _link_setting(key: str, label: str, presets: dict[str, float]) -> Setting:
         name = next((n for n, v in presets.items() if v == getattr(p.hardware, key)), None)
         return _cycle(names, name, d, lambda n: _with_hardware(p, **{key: presets[n]}))
 
-    return Setting(key, label, show, step, (f"hardware.{key}",))
+    return Setting(key, _label(f"hardware.{key}"), show, step, (f"hardware.{key}",))
 
 
-def _hardware_int(key: str, label: str) -> Setting:
+def _hardware_int(key: str) -> Setting:
+    """A GPU count, stepped by one and shown without a thousands separator."""
+    label = _label(f"hardware.{key}")
+
     def step(p: Plan, d: int) -> Plan:
         current = getattr(p.hardware, key)
         new = current + d
@@ -190,13 +213,15 @@ def _overhead_step(p: Plan, d: int) -> Plan:
 
 def _ladder_setting(
     key: str,
-    label: str,
     values: Sequence[Any],
     show: Callable[[Any], str],
     overhead: bool = False,
 ) -> Setting:
     """A setting stepped along a fixed list of values (no wrap); `overhead`: a field of
     `plan.overhead` rather than of the plan."""
+
+    fields = (f"overhead.{key}",) if overhead else (key,)
+    label = _label(fields[0])
 
     def get(p: Plan) -> Any:
         return getattr(p.overhead if overhead else p, key)
@@ -222,7 +247,6 @@ def _ladder_setting(
         except (ValidationError, ValueError) as err:
             raise PlanEditError(one_line(err)) from None
 
-    fields = (f"overhead.{key}",) if overhead else (key,)
     return Setting(key, label, lambda p: show(get(p)), step, fields)
 
 
@@ -239,11 +263,9 @@ def _offload_step(p: Plan, d: int) -> Plan:
 def _stack_step(p: Plan, d: int) -> Plan:
     """The next stack, with the strategy, precision and loss it runs where the plan's are
     not among them (a plan on bf16-mixed still reaches the Trainer stack)."""
-    from memtui.estimator.stacks import STACKS
 
     def build(name: StackName) -> Plan:
-        changes = STACKS[name].suited(p.model_copy(update={"stack": name}))
-        return _validated(p, {"stack": name, **changes})
+        return merge(p, [PlanLayer("the stack row", {"stack": name})]).plan
 
     return _cycle(list(StackName), p.stack, d, build)
 
@@ -284,11 +306,13 @@ def _model_text(p: Plan) -> str:
     return f"{p.model.name} ({format_count(p.model.parameters)})"
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("model", "Model", _model_text, None, ("model",)),
-    Setting("stack", "Stack", lambda p: p.stack.value, _stack_step),
-    _hardware_int("gpus_per_node", "GPUs/node"),
-    _hardware_int("nodes", "Nodes"),
+_LAID_OUT: tuple[Setting, ...] = (
+    # rows written out: a combined row, or one whose steps depend on the model, a preset
+    # list or a ladder of its own, or that changes another field with it; `_row` the others
+    Setting("model", _label("model"), _model_text, None, ("model",)),
+    Setting("stack", _label("stack"), lambda p: p.stack.value, _stack_step),
+    _hardware_int("gpus_per_node"),
+    _hardware_int("nodes"),
     Setting(
         "gpu",
         "GPU",
@@ -296,87 +320,91 @@ SETTINGS: tuple[Setting, ...] = (
         _gpu_step,
         ("hardware.gpu_name", "hardware.gpu_memory", "hardware.compute_capability"),
     ),
-    _link_setting("intra_node_bandwidth", "Intra-node", INTRA_NODE),
-    _link_setting("inter_node_bandwidth", "Inter-node", INTER_NODE),
-    _enum_setting("method", "Method", Method),
-    _int_setting("lora_rank", "LoRA rank", _POWERS),
-    Setting("lora_targets", "LoRA targets", lambda p: ",".join(p.lora_targets), _targets_step),
+    _link_setting("intra_node_bandwidth", INTRA_NODE),
+    _link_setting("inter_node_bandwidth", INTER_NODE),
+    _row("method"),
+    _row("lora_rank"),
+    Setting(
+        "lora_targets", _label("lora_targets"), lambda p: ",".join(p.lora_targets), _targets_step
+    ),
     _ladder_setting(
         "lora_fraction",
-        "LoRA fraction",
         (None, 0.005, 0.01, 0.025, 0.05, 0.1),
         lambda v: "from rank" if v is None else f"{v:.1%}",
     ),
-    _ladder_setting("lora_dropout", "LoRA dropout", (0.0, 0.05, 0.1), lambda v: f"{v:g}"),
+    _ladder_setting("lora_dropout", (0.0, 0.05, 0.1), lambda v: f"{v:g}"),
     Setting(
         "modules_to_save",
-        "Full modules",
+        _label("modules_to_save"),
         lambda p: ",".join(p.modules_to_save) or "none",
         _saved_modules_step,
     ),
-    _toggle("qlora_double_quant", "QLoRA 2x quant"),
-    _toggle("qlora_upcast", "QLoRA upcast"),
-    _toggle("qlora_keeps_inputs", "4-bit saves in"),
-    _enum_setting("precision", "Precision", Precision),
-    _toggle("fp32_grad_buffer", "fp32 grad buf"),
-    _enum_setting("optimizer", "Optimizer", Optimizer),
-    _enum_setting("optimizer_state_dtype", "Opt. state", StateDtype),
-    _enum_setting("optimizer_kernel", "Opt. kernel", OptimizerKernel),
-    _int_setting("optimizer_block_size", "8-bit block", [2**k for k in range(4, 13)]),
-    _enum_setting("strategy", "Strategy", Strategy),
-    _enum_setting("offload", "Offload", Offload),
-    _int_setting("micro_batch", "Micro-batch"),
-    _int_setting("seq_len", "Seq length", _POWERS),
-    _int_setting("grad_accum", "Grad accum"),
-    _enum_setting("attention", "Attention", Attention),
-    _enum_setting("checkpointing", "Checkpointing", Checkpointing),
+    _row("qlora_double_quant"),
+    _row("qlora_upcast"),
+    _row("qlora_keeps_inputs"),
+    _row("precision"),
+    _row("fp32_grad_buffer"),
+    _row("optimizer"),
+    _row("optimizer_state_dtype"),
+    _row("optimizer_kernel"),
+    _row("optimizer_block_size"),
+    _row("strategy"),
+    _row("offload"),
+    _row("micro_batch"),
+    _row("seq_len"),
+    _row("grad_accum"),
+    _row("attention"),
+    _row("checkpointing"),
     Setting(
         "activation_offload",
-        "Act. offload",
+        _label("activation_offload"),
         lambda p: "on" if p.activation_offload else "off",
         _offload_step,
     ),
-    _enum_setting("loss", "Loss", LossKind),
-    _toggle("optimizer_in_backward", "Opt. in bwd"),
-    _int_setting("tp", "Tensor par.", _POWERS),
+    _row("loss"),
+    _row("optimizer_in_backward"),
+    _row("tp"),
     Setting(
         "overhead",
-        "Overhead",
+        _label("overhead.enabled"),
         lambda p: "CUDA+NCCL+frag" if p.overhead.enabled else "none",
         _overhead_step,
         ("overhead.enabled",),
     ),
     _ladder_setting(
         "cuda_context",
-        "CUDA context",
         tuple(m * _MiB for m in (0, 256, 384, 512, 768, 1024, 1536, 2048)),
         _bytes_text,
         overhead=True,
     ),
     _ladder_setting(
         "nccl",
-        "NCCL buffers",
         tuple(m * _MiB for m in (0, 256, 512, 1024, 2048, 4096)),
         _bytes_text,
         overhead=True,
     ),
     _ladder_setting(
         "fragmentation",
-        "Fragmentation",
         (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2),
         lambda v: f"{v:.0%}",
         overhead=True,
     ),
-    _toggle("expandable_segments", "Expandable seg."),
+    _row("expandable_segments"),
     _ladder_setting(
         "expandable_fragmentation",
-        "Frag. (expand.)",
         (0.0, 0.01, 0.02, 0.05),
         lambda v: f"{v:.0%}",
         overhead=True,
     ),
     Setting("deepspeed", "ZeRO buckets", _deepspeed_text, _deepspeed_step),
 )
+_PLACED = {name for setting in _LAID_OUT for name in setting.edits}
+SETTINGS: tuple[Setting, ...] = (
+    *_LAID_OUT,
+    *(_row(name) for name, _, knob in knobs(Plan) if knob.label and name not in _PLACED),
+)
+"""The panel's rows in order: those laid out above, then one for each other field whose
+Knob names a row label (a new plan setting's row comes last until it is placed)."""
 BY_KEY = {s.key: s for s in SETTINGS}
 
 
