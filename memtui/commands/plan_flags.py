@@ -123,14 +123,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         StateDtype,
         Strategy,
     )
+    from memtui.plans.formats import FORMATS, spoken
 
     parser.add_argument(
         "--from",
         dest="from_files",
         nargs="+",
         metavar="FILE",
-        help="read the plan from the job's own files: DeepSpeed JSON, accelerate YAML, "
-        "TrainingArguments JSON, axolotl, LLaMA-Factory or torchtune YAML, a launch script; "
+        help="read the plan from the job's own files: "
+        f"{spoken([*(f.title for f in FORMATS), 'a launch script'])}; "
         "flags given as well win over them",
     )
     g = parser.add_argument_group("stack")
