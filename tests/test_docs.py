@@ -147,9 +147,8 @@ def test_the_formula_table_and_the_lists_name_real_code() -> None:
     how = text.split("## How to add")[1]
     for registry in (
         "memtui.estimator.stacks.STACKS",
-        "memtui.plans.registry.FORMATS",
-        "memtui.plans.registry.EXPORTS",
-        "memtui.commands.export.FORMATS",
+        "memtui.plans.formats.FORMATS",
+        "memtui.plans.formats.ConfigFormat",
         "memtui.telemetry.registry.SOURCES",
         "memtui.telemetry.source.SourceKind",
         "memtui.commands.source_flags.add_source_arguments",

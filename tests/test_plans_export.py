@@ -18,7 +18,7 @@ from memtui.commands.plan_flags import plan_and_import
 from memtui.estimator import Plan
 from memtui.estimator.model_source import load_model
 from memtui.plans.facts import ConfigError
-from memtui.plans.registry import SUFFIX, export
+from memtui.plans.formats import FORMATS
 
 _MODELS: dict[str, Any] = {}
 
@@ -102,8 +102,8 @@ def reimport(path: Path, base: Plan | None) -> Plan:
 
 
 def written(tmp_path: Path, fmt: str, p: Plan, index: int = 0) -> Path:
-    path = tmp_path / f"exported-{index}{SUFFIX[fmt]}"
-    path.write_text(export(p, fmt))
+    path = tmp_path / f"exported-{index}{FORMATS[fmt].suffix}"
+    path.write_text(FORMATS[fmt].export(p))
     return path
 
 
@@ -145,13 +145,13 @@ def test_a_format_alone_carries_its_fields(tmp_path: Path, fmt: str, index: int)
 
 def test_a_stack_a_format_cannot_launch_is_one_line() -> None:
     with pytest.raises(ConfigError, match="stack is fsdp2"):
-        export(plan(stack="fsdp2"), "deepspeed")
+        FORMATS["deepspeed"].export(plan(stack="fsdp2"))
     with pytest.raises(ConfigError, match="no builder for"):
-        export(
-            plan(model="openai-community/gpt2", stack="torchtune", precision="bf16"), "torchtune"
+        FORMATS["torchtune"].export(
+            plan(model="openai-community/gpt2", stack="torchtune", precision="bf16")
         )
     with pytest.raises(ConfigError, match="bf16-autocast"):
-        export(plan(stack="trainer", strategy="ddp", precision="bf16-autocast"), "axolotl")
+        FORMATS["axolotl"].export(plan(stack="trainer", strategy="ddp", precision="bf16-autocast"))
 
 
 # -- the tools' own validation ----------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_transformers_parses_the_exported_trainer_arguments(tmp_path: Path, inde
     from transformers import HfArgumentParser, TrainingArguments
 
     original = ROUND_TRIPS["trainer-args"][index]
-    data = json.loads(export(original, "trainer-args"))
+    data = json.loads(FORMATS["trainer-args"].export(original))
     data.pop("deepspeed", None)  # initialising DeepSpeed needs a process group
     (parsed,) = HfArgumentParser(TrainingArguments).parse_dict(
         {**data, "output_dir": str(tmp_path), "use_cpu": True}, allow_extra_keys=True
@@ -316,15 +316,29 @@ def test_export_of_a_stack_the_format_cannot_launch_exits_2(capsys) -> None:
 
 
 def test_the_cli_offers_every_export_format_and_only_those() -> None:
-    # `memtui export --format` names the formats without importing the codecs; a format added
-    # to the registry but not to the CLI (or the other way) must fail here
-    from memtui.commands.export import FORMATS
+    # `memtui export --format` names the registry's formats without importing the codecs; a
+    # format the registry writes but the CLI does not offer (or the other way) must fail here
     from memtui.estimator.choices import StackName
-    from memtui.plans.registry import EXPORTS, format_for
 
-    assert tuple(EXPORTS) == FORMATS
-    assert set(SUFFIX) == set(EXPORTS)
-    plan = Plan(model=load_model("openai-community/gpt2"), strategy="ddp")
+    exporting = tuple(f.name for f in FORMATS.exporting)
+    assert tuple(export_choices()) == exporting
+    assert set(exporting) == {"deepspeed", "accelerate", "trainer-args", "axolotl", "torchtune"}
+    assert all(f.suffix.startswith(".") for f in FORMATS.exporting)
+    launched = {stack.value: getattr(FORMATS.launched_with(stack), "name", None)
+                for stack in StackName}  # fmt: skip
+    assert launched == {
+        "generic": None, "trainer": "trainer-args", "deepspeed": "deepspeed",
+        "fsdp2": "accelerate", "fsdp1": "accelerate", "torchtune": "torchtune", "litgpt": None,
+    }  # fmt: skip
     for stack in StackName:
-        fmt = format_for(plan.model_copy(update={"stack": stack}))  # format_for reads the stack
-        assert fmt is None or fmt in EXPORTS, (stack, fmt)
+        fmt = FORMATS.launched_with(stack)
+        assert fmt is None or fmt.exports, (stack, fmt)
+
+
+def export_choices() -> list[str]:
+    """The choices of `memtui export --format`, as the CLI's parser holds them."""
+    import argparse
+
+    (sub,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    (fmt,) = (a for a in sub.choices["export"]._actions if a.dest == "format")
+    return list(fmt.choices or ())

@@ -8,7 +8,8 @@ The plan is built as `memtui estimate` builds it (every plan flag, --from FILE..
 --plan). The levers the plan has on (checkpointing, offload, an 8-bit optimizer, micro-batch
 and accumulation) are written in the format's own keys; `memtui estimate --from FILE` reads
 the file back to the same plan. A file is written atomically and an existing one only with
---force (else one line, exit 2). Imports stay lazy: the CLI's start must not pay for YAML.
+--force (else one line, exit 2). The formats are `memtui.plans.formats.FORMATS`, whose codecs
+are imported only to write: the CLI's start must not pay for YAML.
 """
 
 from __future__ import annotations
@@ -21,18 +22,17 @@ from typing import Any
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
 from memtui.errors import UsageError
 
-FORMATS = ("deepspeed", "accelerate", "trainer-args", "axolotl", "torchtune")
-"""memtui.plans.registry.EXPORTS, named here so that --help needs no import."""
-
 
 def register(sub: Any) -> None:
+    from memtui.plans.formats import FORMATS, spoken
+
     parser = sub.add_parser(
         "export",
-        help="write the plan as a DeepSpeed, accelerate, Trainer, axolotl or torchtune config",
+        help=f"write the plan as a {spoken(f.title for f in FORMATS.exporting)} config",
         description="Write the plan as a config its stack accepts (reads back to the same plan "
         "with `memtui estimate --from FILE`).",
     )
-    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("--format", required=True, choices=[f.name for f in FORMATS.exporting])
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
     parser.add_argument("--plan", metavar="FILE", help="start from a saved memtui plan (TOML)")
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memtui.plans.registry import export
+    from memtui.plans.formats import FORMATS
 
     base = None
     if args.plan:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
         base = load_plan(args.plan)
     plan = plan_from_args(args, base=base)
-    text = export(plan, args.format)
+    text = FORMATS[args.format].export(plan)
     if args.output is None:
         sys.stdout.write(text)
         return 0

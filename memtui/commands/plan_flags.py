@@ -115,14 +115,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     group and in the fields' order, and those of `_WRITTEN_OUT` at their field's place."""
     from memtui.estimator.knobs import FlagGroup, knobs
     from memtui.estimator.plan import Plan
+    from memtui.plans.formats import FORMATS, spoken
 
     parser.add_argument(
         "--from",
         dest="from_files",
         nargs="+",
         metavar="FILE",
-        help="read the plan from the job's own files: DeepSpeed JSON, accelerate YAML, "
-        "TrainingArguments JSON, axolotl, LLaMA-Factory or torchtune YAML, a launch script; "
+        help="read the plan from the job's own files: "
+        f"{spoken([*(f.title for f in FORMATS), 'a launch script'])}; "
         "flags given as well win over them",
     )
     groups = {group: parser.add_argument_group(group.value) for group in FlagGroup}

@@ -35,7 +35,6 @@ from memtui.plans.fsdp import fsdp_version, read_fsdp, unprefixed
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-NAME = "accelerate"
 _ENGINES = {"NO": "ddp", "MULTI_GPU": "ddp", "FSDP": "fsdp", "DEEPSPEED": "deepspeed"}
 _AMP = ("no", "fp16", "bf16", "fp8")
 _OFFLOAD_DEVICES = ("none", "cpu", "nvme")

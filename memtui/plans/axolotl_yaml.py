@@ -50,7 +50,6 @@ from memtui.plans.trainer_args import lora_targets, optim_name, optimizer
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-NAME = "axolotl"
 # axolotl's own optimizers (schemas/enums.py CustomSupportedOptimizers) beside Transformers'
 CUSTOM_OPTIM: dict[str, tuple[Optimizer, str]] = {
     "optimi_adamw": (Optimizer.adamw, ""),

@@ -39,7 +39,6 @@ from memtui.plans.facts import (
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-NAME = "deepspeed"
 STAGES = {0: Strategy.ddp, 1: Strategy.zero1, 2: Strategy.zero2, 3: Strategy.zero3}
 
 # DEEPSPEED_OPTIMIZERS (runtime/config.py) and the 1-bit family (runtime/fp16/onebit/):

@@ -23,7 +23,6 @@ from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
 from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_float, as_int, as_names
 from memtui.plans.trainer_args import lora_targets, read_args
 
-NAME = "llamafactory"
 _STAGES = ("pt", "sft", "rm", "ppo", "dpo", "kto")
 
 

@@ -1,10 +1,10 @@
-"""The formats memtui reads and writes, and how a job's files become one set of facts.
+"""How a job's files become one set of facts.
 
-`read_files(paths)` detects each file's format (by its name and its keys), follows the files
-it names (an accelerate YAML's DeepSpeed JSON, the Trainer's --deepspeed), reads a shell
-script or command-line file through the launcher recognition, and merges everything
-(`facts.merge`: files that contradict each other are an error). `read_launch` does the same
-for a recognised command line (attach). `export(plan, format)` writes a plan as a config.
+`read_files(paths)` detects each file's format (`memtui.plans.formats.FORMATS`: by its name and
+its keys), follows the files it names (an accelerate YAML's DeepSpeed JSON, the Trainer's
+--deepspeed), reads a shell script or command-line file through the launcher recognition, and
+merges everything (`facts.merge`: files that contradict each other are an error).
+`read_launch` does the same for a recognised command line (attach).
 """
 
 from __future__ import annotations
@@ -12,17 +12,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memtui.plans import (
-    accelerate_yaml,
-    axolotl_yaml,
-    deepspeed_json,
-    llamafactory_yaml,
-    torchtune_yaml,
-    trainer_args,
-)
+from memtui.plans import accelerate_yaml, trainer_args
 from memtui.plans.facts import (
     ConfigError,
     Document,
@@ -34,55 +26,10 @@ from memtui.plans.facts import (
     parse_yaml,
     read_text,
 )
+from memtui.plans.formats import FORMATS, ConfigFormat, spoken
 from memtui.plans.launchers import ConfigRef, Launch, environment_settings, recognise
 
-if TYPE_CHECKING:
-    from memtui.estimator.plan import Plan
-
-#: Every format, in the order detection tries them (the most specific keys first).
-FORMATS: dict[str, ModuleType] = {
-    m.NAME: m
-    for m in (
-        torchtune_yaml,
-        accelerate_yaml,
-        deepspeed_json,
-        axolotl_yaml,
-        llamafactory_yaml,
-        trainer_args,
-    )
-}
-EXPORTS: dict[str, Callable[[Plan], str]] = {
-    "deepspeed": deepspeed_json.export,
-    "accelerate": accelerate_yaml.export,
-    "trainer-args": trainer_args.export,
-    "axolotl": axolotl_yaml.export,
-    "torchtune": torchtune_yaml.export,
-}
-"""`memtui export --format NAME`: the formats a plan can be written as."""
-SUFFIX = {
-    "deepspeed": ".json",
-    "accelerate": ".yaml",
-    "trainer-args": ".json",
-    "axolotl": ".yaml",
-    "torchtune": ".yaml",
-}
 _MAX_FILES = 16  # a config that names itself (or a cycle) stops here
-
-
-def export(plan: Plan, fmt: str) -> str:
-    """The plan as a `fmt` config (ConfigError when the plan's stack cannot be one)."""
-    return EXPORTS[fmt](plan)
-
-
-def format_for(plan: Plan) -> str | None:
-    """The format a plan's stack is launched with, for the dashboard's export key."""
-    return {
-        "deepspeed": "deepspeed",
-        "fsdp2": "accelerate",
-        "fsdp1": "accelerate",
-        "trainer": "trainer-args",
-        "torchtune": "torchtune",
-    }.get(plan.stack.value)
 
 
 def read_files(paths: Iterable[str], cwd: Path | None = None) -> Facts:
@@ -135,7 +82,7 @@ class _Reader:
             raise ConfigError(f"{shown}: {what}")
         text = read_text(resolved, shown)
         suffix = resolved.suffix.lower()
-        if suffix not in (".json", ".yaml", ".yml") and not text.lstrip().startswith("{"):
+        if not FORMATS.reads_suffix(suffix) and not text.lstrip().startswith("{"):
             self.commands(text, shown)
             return
         data = parse_json(text, shown) if suffix == ".json" or text.lstrip().startswith(
@@ -146,8 +93,8 @@ class _Reader:
         if overrides:
             apply_overrides(data, overrides, Facts(shown))
         doc = Document(resolved, shown, data, self.cwd)
-        module = FORMATS[kind] if kind else self.detect(doc)
-        facts = module.read(doc)
+        fmt = FORMATS[kind] if kind else self.detect(doc)
+        facts = fmt.read(doc)
         self.parts.append(facts)
         for ref, where in list(facts.references):
             if ref != resolved:
@@ -155,14 +102,14 @@ class _Reader:
                 self.file(ref, f"{ref.name} (from {where})", hint)
 
     @staticmethod
-    def detect(doc: Document) -> ModuleType:
-        for module in FORMATS.values():
-            if module.detect(doc.data):
-                return module
+    def detect(doc: Document) -> ConfigFormat:
+        for fmt in FORMATS:
+            if fmt.detect(doc.data):
+                return fmt
         keys = ", ".join(sorted(doc.data)[:8]) or "none"
         raise ConfigError(
-            f"{doc.shown}: not a config memtui reads (DeepSpeed JSON, accelerate, "
-            f"TrainingArguments, axolotl, LLaMA-Factory or torchtune); its keys: {keys}"
+            f"{doc.shown}: not a config memtui reads ({spoken(f.title for f in FORMATS)}); "
+            f"its keys: {keys}"
         )
 
     def commands(self, text: str, shown: str) -> None:

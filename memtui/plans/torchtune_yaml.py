@@ -44,7 +44,6 @@ from memtui.plans.facts import (
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-NAME = "torchtune"
 #: torchtune's model builders (torchtune/models/*/__init__.py) -> the catalog's repo id; the
 #: instruct builders share their base model's architecture
 BUILDERS: dict[str, str] = {

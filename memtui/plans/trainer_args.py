@@ -55,7 +55,6 @@ from memtui.plans.fsdp import fsdp_version, read_fsdp, sharding_name, unprefixed
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
-NAME = "trainer-args"
 Opt = Optimizer
 _3 = "keeps three moments per parameter; memtui sizes at most two (adamw)"
 OPTIM: dict[str, tuple[Optimizer | Unsupported, str]] = {

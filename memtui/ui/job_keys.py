@@ -98,25 +98,25 @@ class JobKeys:
 
     def export(self) -> None:
         """`e`: the plan as its stack's config, beside the save file, under a new name."""
-        from memtui.plans.registry import SUFFIX, export, format_for
+        from memtui.plans.formats import FORMATS, spoken
 
         plan = self.screen.plan
-        fmt = format_for(plan)
+        fmt = FORMATS.launched_with(plan.stack)
         if fmt is None:
+            stacks = spoken([stack.value for f in FORMATS for stack in f.launches])
             self.screen.notify(
-                f"no config format for the {plan.stack.value} stack: choose deepspeed, fsdp2, "
-                "fsdp1, trainer or torchtune",
+                f"no config format for the {plan.stack.value} stack: choose {stacks}",
                 title="Export",
                 severity="warning",
             )
             return
         try:
-            text = export(plan, fmt)
+            text = fmt.export(plan)
         except MemtuiError as err:
             self.screen.notify(str(err), title="Export", severity="error")
             return
         folder = self.screen.save_path.parent
-        self.screen.run_worker(lambda: self._write(folder, fmt, SUFFIX[fmt], text),
+        self.screen.run_worker(lambda: self._write(folder, fmt.name, fmt.suffix, text),
                                thread=True, group="export")  # fmt: skip
 
     def _write(self, folder: Path, fmt: str, suffix: str, text: str) -> None:
