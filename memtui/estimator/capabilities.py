@@ -3,9 +3,9 @@
 
 The plan's cross-field rules (`Plan.check_rules`), the strategy table of a report, the lever
 list, the loading and saving phases and the stacks' own books all read these records, so a
-stack's limits are written once. The module is a leaf: it imports the choices and the strategy
-table, never the plan or the stacks (which import it), and reads a plan only through the
-`PlanChoices` protocol.
+stack's limits are written once. The module is a leaf: it imports the choices alone, never
+the plan or the stacks (which import it), and reads a plan through the `PlanChoices`
+protocol.
 """
 
 from __future__ import annotations
