@@ -26,6 +26,7 @@ from memtui.estimator import (
     breakdown,
     estimate,
 )
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.model_source import load_model
 from memtui.estimator.stacks import STACKS
 
@@ -381,7 +382,7 @@ def test_allocated_reserved_and_device_totals_are_ordered_with_their_parts(stack
     assert [p.name for p in report.phases] == ["training step", "model loading",
                                                "checkpoint saving"]  # fmt: skip
     assert report.phases[0].gpu_bytes == b.total
-    assert report.stack == STACKS[stack].label
+    assert report.stack == CAPABILITIES[stack].label
 
 
 @pytest.mark.parametrize("stack", list(StackName))
@@ -389,7 +390,7 @@ def test_the_strategies_table_marks_what_the_stack_cannot_run(stack):
     p = runnable(stack)
     report = estimate(p)
     for row in report.strategies:
-        if row.strategy not in STACKS[stack].strategies:
+        if row.strategy not in CAPABILITIES[stack].strategies:
             assert not row.applicable, (stack, row.strategy)
             assert f"the {stack.value} stack runs" in row.note
             assert (row.per_gpu_total, row.max_micro_batch) == (0, 0)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from memtui.cli import main
-from memtui.estimator.stacks import STACKS
+from memtui.estimator.capabilities import CAPABILITIES
 
 
 def memtui(*args: str) -> subprocess.CompletedProcess:
@@ -48,16 +48,16 @@ def test_a_plan_the_stack_cannot_run_exits_2_with_one_line(flags, says):
     assert says in lines[0]
 
 
-@pytest.mark.parametrize("stack", list(STACKS))
+@pytest.mark.parametrize("stack", list(CAPABILITIES))
 def test_stack_alone_adapts_the_flags_not_given_and_json_names_it(capsys, stack):
     data = estimate_json(capsys, "--stack", stack.value, "--gpus", "8")
-    assert data["stack"] == STACKS[stack].label
+    assert data["stack"] == CAPABILITIES[stack].label
     assert data["plan"]["stack"] == stack.value
-    assert data["plan"]["strategy"] in {s.value for s in STACKS[stack].strategies}
-    assert data["plan"]["precision"] in {p.value for p in STACKS[stack].precisions}
-    assert data["plan"]["loss"] in {loss.value for loss in STACKS[stack].losses}
+    assert data["plan"]["strategy"] in {s.value for s in CAPABILITIES[stack].strategies}
+    assert data["plan"]["precision"] in {p.value for p in CAPABILITIES[stack].precisions}
+    assert data["plan"]["loss"] in {loss.value for loss in CAPABILITIES[stack].losses}
     refused = {k for k, row in data["strategies"].items() if not row["applicable"]}
-    runs = {s.value for s in STACKS[stack].strategies}
+    runs = {s.value for s in CAPABILITIES[stack].strategies}
     assert refused >= {s for s in data["strategies"] if s not in runs}
     per_gpu = data["per_gpu"]
     assert per_gpu["allocated"] <= per_gpu["reserved"] <= per_gpu["total"]

@@ -10,7 +10,7 @@ from test_ui_keys import budget_of, budget_on_screen
 from ui_helpers import demo_source, llama_plan, region_text, screen_of, wait_for, write_trace
 
 from memtui.estimator import StackName, Strategy
-from memtui.estimator.stacks import STACKS
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.telemetry import ReplaySource
 from memtui.ui import make_app
 from memtui.ui.settings_panel import SettingsPanel
@@ -38,8 +38,8 @@ async def test_the_stack_row_switches_the_books_and_the_budget(replay_trace: Pat
             plan = screen.plan
             seen.add(plan.stack)
             # the stack's own strategy and precision were chosen for it
-            assert plan.strategy in STACKS[plan.stack].strategies
-            assert plan.precision in STACKS[plan.stack].precisions
+            assert plan.strategy in CAPABILITIES[plan.stack].strategies
+            assert plan.precision in CAPABILITIES[plan.stack].precisions
             assert budget_on_screen(app) == budget_of(plan)
             assert f"Stack {plan.stack.value}" in " ".join(region_text(app, panel).split())
         assert seen == set(StackName)  # every stack reached from the row

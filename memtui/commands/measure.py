@@ -58,8 +58,11 @@ def _missing_dependency(plan: Plan) -> str | None:
     """The extra's packages that cannot be imported, or None."""
     import importlib
 
-    needed = ["torch", "transformers"] + (["peft"] if plan.method.value != "full" else [])
-    if plan.stack.value in ("trainer", "fsdp2"):  # transformers.Trainer runs on accelerate
+    from memtui.estimator.choices import Method, StackName
+
+    needed = ["torch", "transformers"] + (["peft"] if plan.method is not Method.full else [])
+    # transformers.Trainer runs on accelerate
+    if plan.stack in (StackName.trainer, StackName.fsdp2):
         needed.append("accelerate")
     missing = []
     for name in needed:

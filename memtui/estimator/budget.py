@@ -7,6 +7,7 @@ integers; `estimate` builds the pydantic report once.
 
 from __future__ import annotations
 
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.communication import communication
 from memtui.estimator.levers import levers
@@ -23,7 +24,7 @@ from memtui.estimator.report import (
     Term,
 )
 from memtui.estimator.stacks import Breakdown, stack_for
-from memtui.estimator.strategies import strategy_spec
+from memtui.estimator.strategies import offload_runs
 from memtui.estimator.terms import TermKind
 
 MAX_MICRO_BATCH = 65536
@@ -105,9 +106,8 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
 
 def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
     """Why `plan` cannot run with `strategy` (None when it can)."""
-    why = stack_for(plan).why_not(strategy, plan)  # torchtune: ddp on one GPU only
-    sharded = strategy_spec(strategy).shards_weights
-    if why is None and plan.offload.value == "params" and not sharded:
+    why = CAPABILITIES[plan.stack].why_not(strategy, plan.hardware.gpus)
+    if why is None and not offload_runs(plan.offload, strategy):
         return "parameter offload needs sharded parameters"
     return why
 
@@ -170,7 +170,7 @@ def estimate(plan: Plan) -> Report:
             )
             for p in steps
         ),
-        stack=stack_for(plan).label,
+        stack=CAPABILITIES[plan.stack].label,
         max_micro_batch=own,
         assumptions=_assumptions(plan),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -20,8 +21,7 @@ from memtui.estimator.communication import volume
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
-from memtui.estimator.stacks import stack_for
-from memtui.estimator.strategies import strategy_spec
+from memtui.estimator.strategies import offload_runs, strategy_spec
 
 PlanTotal = Callable[[Plan], int]
 """Predicted peak bytes per GPU of a plan: what the lever list re-estimates with."""
@@ -55,7 +55,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
     costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
     plan's stack cannot pull are left out."""
-    stack = stack_for(plan)
+    stack = CAPABILITIES[plan.stack]
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever | None:
         return _lever(plan, total, per_gpu_total, name, cost, applied, update)
@@ -131,7 +131,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
         )
         if stack.optimizer_in_backward and plan.grad_accum == 1 and plan.offload is Offload.none
         else None,
-        _offload_lever(plan, stack.offloads, how.shards_weights, make),
+        _offload_lever(plan, stack.offloads, make),
         make(
             f"Shard further ({next_stage.value if next_stage else 'full shard'})",
             f"more collectives per step{extra_comm}",
@@ -183,9 +183,7 @@ def _loss_lever(plan: Plan, losses: tuple[LossKind, ...], make: LeverMaker) -> L
     return None
 
 
-def _offload_lever(
-    plan: Plan, offloads: tuple[Offload, ...], sharded: bool, make: LeverMaker
-) -> Lever | None:
+def _offload_lever(plan: Plan, offloads: tuple[Offload, ...], make: LeverMaker) -> Lever | None:
     """Optimizer offload where the stack has it, else parameter offload (with sharding)."""
     cost = "last resort: PCIe makes steps several times slower; needs CPU RAM"
     if Offload.optimizer in offloads:
@@ -195,7 +193,7 @@ def _offload_lever(
             plan.offload is not Offload.none,
             offload=Offload.optimizer,
         )
-    if Offload.params in offloads and sharded:
+    if Offload.params in offloads and offload_runs(Offload.params, plan.strategy):
         return make(
             "CPU offload of parameters, gradients and optimizer",
             cost,

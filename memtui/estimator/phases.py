@@ -23,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import Method, Strategy
-from memtui.estimator.stacks import stack_for
-from memtui.estimator.stacks.fsdp2 import shard_bytes
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.transient import unit_parameters
 
@@ -70,7 +69,8 @@ def _rests_sharded(plan: Plan) -> bool:
     if plan.hardware.gpus == 1:
         return False
     return strategy_spec(plan.strategy).shards_weights or (
-        stack_for(plan).shard_grad_op_rests_sharded and plan.strategy is Strategy.fsdp_shard_grad_op
+        CAPABILITIES[plan.stack].shard_grad_op_rests_sharded
+        and plan.strategy is Strategy.fsdp_shard_grad_op
     )
 
 
@@ -87,7 +87,7 @@ def _loading(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     sharded = _rests_sharded(plan)
     in_flight = width * max(layer, root)  # the unit being sharded, or the tensor quantized
     gpu = step.state.weights + (round(in_flight) if sharded or plan.method is Method.qlora else 0)
-    copies = plan.hardware.gpus_per_node if stack_for(plan).loads_on_every_rank else 1
+    copies = plan.hardware.gpus_per_node if CAPABILITIES[plan.stack].loads_on_every_rank else 1
     how = "by every process" if copies > 1 else "once per node"
     return PhasePeak(
         "model loading",
@@ -111,11 +111,11 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
         # DeepSpeed one module's parameters (GatheredParameters): the largest tensor
         arch = plan.model.architecture
         largest = arch.vocab_size * (arch.embed_proj_dim or arch.hidden_size) / plan.tp
-        stack = stack_for(plan)
+        stack = CAPABILITIES[plan.stack]
         unit = max(largest, layer) if stack.saves_by_module else max(layer, root)
         gathered = round(plan.precision.activation_bytes * unit)
-        if stack.saves_full_optimizer_state:
-            master = shard_bytes(plan)  # the stack's own width of its shards
+        if stack.full_state_width is not None:
+            master = stack.full_state_width(plan.precision)  # the stack's own width of its shards
             moments = step.state.optimizer_states * spec.shard_count(plan) * plan.tp
             cpu = master * trainable + 2 * frozen + moments
             what = "FSDP's full state dict and full optimizer state gathered on rank 0"

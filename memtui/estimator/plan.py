@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from memtui.estimator.architecture import Architecture
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -27,7 +28,7 @@ from memtui.estimator.choices import (
 )
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.knobs import POWERS_OF_TWO, Entry, FlagGroup, Knob
-from memtui.estimator.strategies import strategy_spec
+from memtui.estimator.strategies import offload_runs
 from memtui.estimator.units import GiB
 
 MAX_PARAMETERS = 10**14
@@ -440,7 +441,7 @@ class Plan(Frozen):
                         f"tp ({self.tp}) must divide the model's {what} ({heads}): each "
                         "tensor-parallel rank holds whole heads"
                     )
-        if self.offload is Offload.params and not strategy_spec(self.strategy).shards_weights:
+        if not offload_runs(self.offload, self.strategy):
             raise ValueError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
             )
@@ -467,9 +468,7 @@ class Plan(Frozen):
                 "activation_offload moves the checkpointed layer inputs: it needs "
                 "checkpointing full"
             )
-        from memtui.estimator.stacks import STACKS  # the stacks import the plan
-
-        STACKS[self.stack].check(self)
+        CAPABILITIES[self.stack].check(self)
         return self
 
     @property

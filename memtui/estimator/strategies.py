@@ -11,14 +11,28 @@ all-reduced).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-from memtui.estimator.choices import Strategy
-
-if TYPE_CHECKING:
-    from memtui.estimator.plan import Plan
+from memtui.estimator.choices import Offload, Strategy
 
 Framework = Literal["ddp", "deepspeed", "fsdp"]
+
+
+class _Node(Protocol):
+    @property
+    def gpus_per_node(self) -> int: ...
+
+
+class Parallelism(Protocol):
+    """What a strategy reads of a plan (`memtui.estimator.plan.Plan`): its GPUs per node,
+    tensor-parallel degree and data-parallel width."""
+
+    @property
+    def hardware(self) -> _Node: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def data_parallel(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -39,14 +53,14 @@ class StrategySpec:
     next_stage: Strategy | None = None
     """The strategy that shards one more kind of state (the "shard further" lever)."""
 
-    def shard_count(self, plan: Plan) -> int:
+    def shard_count(self, plan: Parallelism) -> int:
         """N: the GPUs one copy of the sharded state is spread over (inside a node for HSDP;
         tensor parallelism takes its share of the GPUs first)."""
         if self.hybrid:
             return max(1, plan.hardware.gpus_per_node // plan.tp)
         return plan.data_parallel
 
-    def divisors(self, plan: Plan) -> tuple[int, int, int]:
+    def divisors(self, plan: Parallelism) -> tuple[int, int, int]:
         """What (weights, gradients, master + optimizer state) are divided by per GPU."""
         n = self.shard_count(plan)
         return (
@@ -82,3 +96,10 @@ PARAMETER_SHARDING = frozenset(s for s, spec in STRATEGIES.items() if spec.shard
 def strategy_spec(strategy: Strategy) -> StrategySpec:
     """The spec of `strategy`."""
     return STRATEGIES[strategy]
+
+
+def offload_runs(offload: Offload, strategy: Strategy) -> bool:
+    """Whether `strategy` can run with `offload`: parameter offload moves the parameter shards
+    to CPU RAM (ZeRO-Infinity's offload_param, FSDP's CPUOffload), so it needs a strategy that
+    shards the parameters."""
+    return offload is not Offload.params or STRATEGIES[strategy].shards_weights

@@ -27,6 +27,7 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Offload,
     Optimizer,
     Precision,
     StackName,
@@ -318,7 +319,7 @@ def _export_fsdp(plan: Plan, config: dict[str, Any]) -> None:
 
     version = 1 if plan.stack is StackName.fsdp1 else 2
     fsdp: dict[str, Any] = {
-        "offload_params": plan.offload.value == "params",
+        "offload_params": plan.offload is Offload.params,
         "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
         "state_dict_type": "SHARDED_STATE_DICT",
     }

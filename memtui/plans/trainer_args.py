@@ -33,6 +33,7 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Offload,
     Optimizer,
     OptimizerKernel,
     Precision,
@@ -471,5 +472,5 @@ def fsdp_config(plan: Plan) -> dict[str, Any]:
     version = 1 if plan.stack is StackName.fsdp1 else 2
     config: dict[str, Any] = {"version": version, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}
     config["reshard_after_forward"] = sharding_of(plan, version)
-    config["cpu_offload"] = plan.offload.value == "params"
+    config["cpu_offload"] = plan.offload is Offload.params
     return config

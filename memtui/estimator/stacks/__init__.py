@@ -3,7 +3,8 @@
 A stack turns a plan and a strategy into a `Breakdown`: every term of the per-GPU budget
 (`TermKind`) in bytes, and where each number comes from. `estimate` sums what the plan's stack
 contributes and never looks inside it, so a new stack (its buffers, where its master weights
-live, its gradient dtype) is one module here plus its entry in `STACKS`.
+live, its gradient dtype) is one module here plus its entry in `STACKS`; what it can run is
+its record in `memtui.estimator.capabilities.CAPABILITIES`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
-from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
+from memtui.estimator.capabilities import CAPABILITIES, StackCapabilities
+from memtui.estimator.choices import StackName, Strategy
 from memtui.estimator.memo import BoundedCache
 from memtui.estimator.plan import Plan
 from memtui.estimator.runtime import Runtime, runtime
@@ -67,32 +68,7 @@ class BookStack:
     """The common assembly of a stack's books; subclasses override what differs."""
 
     name: ClassVar[StackName]
-    label: ClassVar[str]
-    """What a person reads next to the verdict."""
-    strategies: ClassVar[tuple[Strategy, ...]] = tuple(Strategy)
-    """The strategies it runs, the one to switch to first."""
-    precisions: ClassVar[tuple[Precision, ...]] = tuple(Precision)
-    """The precisions it runs, the one to switch to first."""
-    losses: ClassVar[tuple[LossKind, ...]] = tuple(LossKind)
-    """The losses it can compute, the one to switch to first."""
-    offloads: ClassVar[tuple[Offload, ...]] = tuple(Offload)
-    """What it can move to CPU RAM."""
-    optimizer_in_backward: ClassVar[bool] = True
-    """It can step each parameter in its gradient hook."""
-    activation_offload: ClassVar[bool] = True
-    """It can move checkpointed layer inputs to CPU RAM."""
-    loads_on_every_rank: ClassVar[bool] = True
-    """Every process reads the whole checkpoint into CPU RAM before the model is placed or
-    sharded (False: once per node, then scattered); memtui/estimator/phases.py."""
-    saves_by_module: ClassVar[bool] = False
-    """Saving a sharded model gathers one module's parameters at a time (DeepSpeed's
-    GatheredParameters), not one wrapped unit (FSDP); memtui/estimator/phases.py."""
-    saves_full_optimizer_state: ClassVar[bool] = False
-    """Saving gathers the full state dict in the shards' dtype and the full optimizer state on
-    rank 0 (accelerate's FSDP FULL_STATE_DICT), not a 16-bit state dict."""
-    shard_grad_op_rests_sharded: ClassVar[bool] = False
-    """Its SHARD_GRAD_OP strategy keeps the parameters sharded between steps (FSDP's), not
-    whole as ZeRO-2's do; memtui/estimator/phases.py."""
+    """Its key in `memtui.estimator.capabilities.CAPABILITIES`, where what it can run is."""
 
     def __init__(self) -> None:
         self._states = BoundedCache()
@@ -121,59 +97,14 @@ class BookStack:
 
     # -- checks and assembly ------------------------------------------------------------------
 
-    def check(self, plan: Plan) -> None:
-        """Raise ValueError (one line) when the stack cannot run the plan as given."""
-        why = self.why_not(plan.strategy, plan)
-        if why is not None:
-            raise ValueError(why)
-        if plan.precision not in self.precisions:
-            allowed = ", ".join(p.value for p in Precision if p in self.precisions)
-            raise ValueError(
-                f"the {self.name.value} stack runs precision {allowed}, not {plan.precision.value}"
-            )
-        if plan.loss not in self.losses:
-            allowed = ", ".join(loss.value for loss in self.losses)
-            raise ValueError(
-                f"the {self.name.value} stack computes the loss {allowed}, not {plan.loss.value}"
-            )
-        if plan.offload not in self.offloads:
-            allowed = ", ".join(o.value for o in self.offloads)
-            raise ValueError(
-                f"the {self.name.value} stack offloads {allowed}, not {plan.offload.value}"
-            )
-        if plan.optimizer_in_backward and not self.optimizer_in_backward:
-            raise ValueError(f"the {self.name.value} stack cannot step the optimizer in backward")
-        if plan.activation_offload and not self.activation_offload:
-            raise ValueError(f"the {self.name.value} stack has no activation offloading")
+    @property
+    def capabilities(self) -> StackCapabilities:
+        """What it can run, and how it loads and saves."""
+        return CAPABILITIES[self.name]
 
     def suited(self, plan: Plan) -> dict[str, object]:
-        """The changes that let this stack run `plan`: its first strategy and precision in
-        place of ones it does not run (nothing else); {} when it runs the plan as it is.
-        Switching stacks in the dashboard and `--stack` without those flags use it."""
-        changes: dict[str, object] = {}
-        if plan.strategy not in self.strategies:
-            sharded = [s for s in self.strategies if s is not Strategy.ddp]
-            one_gpu = plan.hardware.gpus == 1 and Strategy.ddp in self.strategies
-            changes["strategy"] = Strategy.ddp if one_gpu or not sharded else sharded[0]
-        if plan.precision not in self.precisions:
-            changes["precision"] = self.precisions[0]
-        if plan.loss not in self.losses:
-            changes["loss"] = self.losses[0]
-        if plan.offload not in self.offloads:
-            changes["offload"] = Offload.none
-        if plan.optimizer_in_backward and not self.optimizer_in_backward:
-            changes["optimizer_in_backward"] = False
-        if plan.activation_offload and not self.activation_offload:
-            changes["activation_offload"] = False
-        return changes
-
-    def why_not(self, strategy: Strategy, plan: Plan | None = None) -> str | None:
-        """Why this stack cannot run `strategy` (for `plan`, when given: a stack may refuse a
-        strategy on some hardware only); None when it can."""
-        if strategy in self.strategies:
-            return None
-        allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
-        return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
+        """The changes that let this stack run `plan` (`StackCapabilities.suited`)."""
+        return self.capabilities.suited(plan)
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
         """Per-GPU static bytes (memoised on what the state depends on)."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
+from memtui.estimator.choices import Method, Offload, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -84,16 +84,6 @@ class DeepSpeedStack(BookStack):
     """DeepSpeed ZeRO in bf16 (bf16: {enabled: true}), through Transformers or accelerate."""
 
     name = StackName.deepspeed
-    label = "DeepSpeed ZeRO"
-    strategies = (Strategy.zero3, Strategy.zero2, Strategy.zero1)
-    precisions = (Precision.bf16_mixed,)
-    # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
-    losses = (LossKind.full, LossKind.fused)
-    # offload_optimizer / offload_param (ZeRO-Offload, ZeRO-Infinity)
-    offloads = (Offload.none, Offload.optimizer, Offload.params)
-    optimizer_in_backward = False
-    loads_on_every_rank = False  # zero.Init: once per node, scattered
-    saves_by_module = True  # _zero3_consolidated_16bit_state_dict: GatheredParameters
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -136,7 +126,7 @@ class DeepSpeedStack(BookStack):
         if spec.shards_weights:
             fp32_grads = min(fp32_grads, 4 * settings.sub_group_size)
         step, why = optimizer_temporaries(plan, strategy, state, 4, fused=True)
-        if plan.offload.value == "none":
+        if plan.offload is Offload.none:
             step += round(fp32_grads)
             why += f" + fp32 gradient partition {fp32_grads / 1e9:.2f} GB"
         parts = []

@@ -25,9 +25,10 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
 from __future__ import annotations
 
 from memtui.estimator.activations import Setup
+from memtui.estimator.capabilities import fsdp_shard_bytes
 from memtui.estimator.choices import StackName, Strategy
 from memtui.estimator.plan import Plan
-from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, shard_bytes, unit_buffers
+from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, unit_buffers
 from memtui.estimator.state import StaticState
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
 
@@ -36,7 +37,6 @@ class Fsdp1Stack(Fsdp2Stack):
     """FullyShardedDataParallel through accelerate (fsdp_version: 1)."""
 
     name = StackName.fsdp1
-    label = "FSDP1 (FullyShardedDataParallel)"
     units_in_flight = 2  # limit_all_gathers
 
     def transient(
@@ -48,7 +48,8 @@ class Fsdp1Stack(Fsdp2Stack):
         if plan.grad_accum > 1 and plan.hardware.gpus > 1:  # no_sync: unsharded gradients
             persistent = round(compute * state.trainable / plan.tp)
             detail += f", unsharded gradients between micro-batches {persistent / 1e9:.2f} GB"
-        step, why = optimizer_temporaries(plan, strategy, state, shard_bytes(plan), fused=True)
+        width = fsdp_shard_bytes(plan.precision)
+        step, why = optimizer_temporaries(plan, strategy, state, width, fused=True)
         return Transient(
             persistent,
             backward + dequantized_weight(plan),

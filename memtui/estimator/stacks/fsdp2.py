@@ -44,7 +44,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memtui.estimator.activations import Setup, buffers_beyond
-from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
+from memtui.estimator.capabilities import fsdp_shard_bytes
+from memtui.estimator.choices import Method, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -68,19 +69,12 @@ from memtui.estimator.transient import (
 )
 
 
-def shard_bytes(plan: Plan) -> int:
-    """Bytes per element of FSDP's trainable shards, their gradients and AdamW's moments:
-    fp32 (accelerate upcasts trainable parameters before sharding) unless the plan is pure
-    bf16 (no mixed-precision policy: everything in bf16)."""
-    return 2 if plan.precision is Precision.bf16 else 4
-
-
 def sharded_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layout:
     """What FSDP shards: trainable parameters in their master dtype (fp32 under mixed
     precision, where they are the master, else the parameter dtype), frozen ones in the
     parameter dtype, gradients and moments like the trainable ones."""
     compute = plan.precision.activation_bytes
-    master = shard_bytes(plan)
+    master = fsdp_shard_bytes(plan.precision)
     trainable = parameters_of(tensors)
     if plan.method is Method.full:
         weights = master * plan.model.parameters
@@ -173,18 +167,6 @@ class Fsdp2Stack(BookStack):
     """PyTorch fully_shard through accelerate or Trainer (fsdp_version: 2)."""
 
     name = StackName.fsdp2
-    label = "FSDP2 (fully_shard)"
-    strategies = (Strategy.fsdp, Strategy.fsdp_shard_grad_op, Strategy.hsdp)
-    precisions = (Precision.bf16_mixed, Precision.bf16, Precision.fp32)
-    # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
-    losses = (LossKind.full, LossKind.fused)
-    # CPUOffloadPolicy moves parameters, gradients and the optimizer step together
-    offloads = (Offload.none, Offload.params)
-    optimizer_in_backward = False
-    saves_full_optimizer_state = True  # accelerate's FULL_STATE_DICT (fsdp1 too)
-    # fully_shard(reshard_after_forward=False) still shards every parameter at rest (FSDP1's
-    # FlatParamHandle.shard() too: fsdp1.py inherits this)
-    shard_grad_op_rests_sharded = True
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -208,7 +190,7 @@ class Fsdp2Stack(BookStack):
     ) -> Transient:
         persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
         dequant = dequantized_weight(plan)
-        master = shard_bytes(plan)
+        master = fsdp_shard_bytes(plan.precision)
         step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
         return Transient(persistent, backward + dequant, step, f"{detail}; optimizer step: {why}")
 

@@ -85,7 +85,6 @@ class GenericStack(BookStack):
     the framework the strategy names."""
 
     name = StackName.generic
-    label = "generic"
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup, base_linear_inputs, buffers_beyond
-from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
+from memtui.estimator.choices import Method, Precision, StackName, Strategy
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -40,13 +40,6 @@ class LitGptStack(BookStack):
     """LitGPT's finetune scripts (full, LoRA, QLoRA through Fabric's bitsandbytes plugin)."""
 
     name = StackName.litgpt
-    label = "LitGPT"
-    strategies = (Strategy.fsdp, Strategy.ddp)
-    precisions = (Precision.bf16, Precision.bf16_autocast)
-    losses = (LossKind.chunked,)  # chunked_cross_entropy
-    offloads = (Offload.none, Offload.params)  # FSDPStrategy(cpu_offload=True)
-    optimizer_in_backward = False
-    activation_offload = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

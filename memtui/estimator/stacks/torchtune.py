@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method, Offload, Precision, StackName, Strategy
+from memtui.estimator.choices import LossKind, Method, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -70,26 +70,6 @@ class TorchtuneStack(BookStack):
     """torchtune's full, LoRA and QLoRA recipes (single device or distributed)."""
 
     name = StackName.torchtune
-    label = "torchtune"
-    strategies = (Strategy.fsdp, Strategy.ddp)
-    precisions = (Precision.bf16, Precision.fp32)
-    losses = (LossKind.chunked, LossKind.full)  # the chunked losses, or CrossEntropyLoss
-    offloads = (Offload.none, Offload.params)  # fsdp_cpu_offload
-    loads_on_every_rank = False  # the distributed recipes load once per node and scatter
-
-    def why_not(self, strategy: Strategy, plan: Plan | None = None) -> str | None:
-        if plan is not None and strategy is Strategy.ddp and plan.hardware.gpus > 1:
-            return (
-                "torchtune's distributed recipes shard with FSDP: use fsdp on more than one "
-                "GPU (ddp stands for its single-device recipes)"
-            )
-        return super().why_not(strategy, plan)
-
-    def suited(self, plan: Plan) -> dict[str, object]:
-        changes = super().suited(plan)
-        if plan.hardware.gpus > 1 and plan.strategy is Strategy.ddp:
-            changes["strategy"] = Strategy.fsdp
-        return changes
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

@@ -31,9 +31,7 @@ from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import (
-    LossKind,
     Method,
-    Offload,
     Precision,
     StackName,
     Strategy,
@@ -98,15 +96,6 @@ class TrainerStack(BookStack):
     """Transformers' Trainer + accelerate (one GPU or DDP), PEFT's defaults for LoRA."""
 
     name = StackName.trainer
-    label = "Trainer + accelerate"
-    strategies = (Strategy.ddp,)
-    precisions = (Precision.bf16, Precision.bf16_autocast, Precision.fp32)
-    # Transformers' own loss, or Liger's fused linear cross-entropy (use_liger_kernel=True)
-    losses = (LossKind.full, LossKind.fused)
-    # accelerate offers no optimizer offload under DDP; Trainer's checkpointing can offload
-    # layer inputs (activation_checkpointing_kwargs offload=True: save_on_cpu)
-    offloads = (Offload.none,)
-    optimizer_in_backward = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
