@@ -3,6 +3,8 @@ units, and the activation formulas of Korthikanti et al. 2022."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 from memtui.estimator import (
@@ -17,7 +19,7 @@ from memtui.estimator import (
     Strategy,
     estimate,
 )
-from memtui.estimator.activations import Setup, activation_bytes
+from memtui.estimator.activations import Moment, MomentBytes, Setup, activation_bytes
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.model_source import load_model
 from memtui.estimator.state import (
@@ -26,7 +28,7 @@ from memtui.estimator.state import (
     static_state,
     trainable_tensors,
 )
-from memtui.estimator.units import format_bytes, parse_count, parse_size
+from memtui.estimator.units import ceil_div, format_bytes, parse_count, parse_size
 
 LLAMA2_7B = load_model("meta-llama/Llama-2-7b-hf")
 
@@ -171,6 +173,16 @@ def test_parse_size_rejects_with_a_hint(bad):
 def test_format_bytes_says_its_unit():
     assert format_bytes(52 * 10**9) == "52.0 GB"
     assert format_bytes(2**30, "GiB", 2) == "1.00 GiB"
+
+
+def test_ceil_div_rounds_up():
+    assert [ceil_div(n, 4) for n in (0, 1, 4, 5, 8)] == [0, 1, 1, 2, 2]
+
+
+def test_moment_bytes_has_one_field_per_moment_in_order():
+    # buffers_beyond compares the moments in this order (the first of equal ones wins)
+    assert [moment for moment, _ in MomentBytes().items()] == list(Moment)
+    assert [f.name for f in fields(MomentBytes)] == [moment.name for moment in Moment]
 
 
 def test_offload_moves_master_and_optimizer_state_to_cpu():

@@ -34,21 +34,44 @@ s the sequence; multiply by s b):
   core. Backward then rebuilds one layer (or core) at a time, and its gradient buffers
   (`_attention_backward`, `_mlp_backward`) add to the peak only beyond the loss's buffers.
 - Logits and loss: 12 bytes per logit, b s V, with the fp32 upcast (`LOSS_BUFFERS_AT_PEAK`).
+
+The step's peak falls at one of four `Moment`s: the loss's backward, the forward's end, the
+lm_head's backward, a layer's backward. `_moments` sums what is alive at the loss's and the
+last layer's backward (`_layer_backward_peak`: that layer's own worst moment, its MLP's or its
+attention core's backward), which decide the activations term; `alive_at` adds the logits and
+the loss at each moment, and a stack's buffers at each (a `MomentBytes`) go on top of the worst
+(`buffers_beyond`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 
-from memtui.estimator.architecture import Architecture
+from memtui.estimator.architecture import Architecture, Role
 from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
+from memtui.estimator.units import ceil_div
 
-ACT, RES, FP32, MASK, INT64 = "act", "res", "fp32", "mask", "int64"
-# A cast of an fp32 tensor to the activation dtype: a new tensor unless that dtype is fp32,
-# where Tensor.to returns the tensor itself (already counted).
-CAST_FROM_FP32 = "cast"
+
+class Dtype(Enum):
+    """The dtype of a saved tensor: a width the stack's `Setup` decides, or a fixed one."""
+
+    compute = "compute"
+    """Matmuls, attention and MLP intermediates (`Setup.compute_bytes`)."""
+    residual = "residual"
+    """The residual stream, the norms around it, checkpointed inputs (`Setup.residual_bytes`)."""
+    cast_from_fp32 = "cast from fp32"
+    """A cast of an fp32 tensor to the compute dtype: a new tensor unless that dtype is fp32,
+    where Tensor.to returns the tensor itself (already counted)."""
+    fp32 = "fp32"
+    int64 = "int64"
+    mask = "mask"
+    """A dropout mask: one byte per element."""
+
+
+_FIXED_BYTES = {Dtype.fp32: 4, Dtype.int64: 8, Dtype.mask: 1}
 
 
 @dataclass(frozen=True)
@@ -58,10 +81,11 @@ class Setup:
     attention: Attention
     checkpointing: Checkpointing
     compute_bytes: int = 2
-    """Matmul inputs and outputs, attention tensors, MLP intermediates (ACT)."""
+    """Matmul inputs and outputs, attention tensors, MLP intermediates (`Dtype.compute`)."""
     residual_bytes: int = 2
-    """The residual stream, the norms' inputs and outputs, checkpointed layer inputs (RES)."""
-    trainable_roles: frozenset[str] | None = None
+    """The residual stream, the norms' inputs and outputs, checkpointed layer inputs
+    (`Dtype.residual`)."""
+    trainable_roles: frozenset[Role] | None = None
     """Linear roles whose weights (or adapters) train; None: every weight (full fine-tune)."""
     lora_rank: int = 0
     adapter_input_bytes: int = 0
@@ -95,7 +119,7 @@ class Setup:
     upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
     2 when cross_entropy runs on the bf16 logits (torchtune's CrossEntropyLoss recipes of
     2024, lit-gpt)."""
-    input_casts: frozenset[str] = frozenset()
+    input_casts: frozenset[Role] = frozenset()
     """Roles of the linears that cast their input to the compute dtype themselves, each
     keeping its own copy (full fine-tuning under autocast with an fp32 residual stream: the
     norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
@@ -118,6 +142,16 @@ class Setup:
     architecture says."""
     tp: int = 1
 
+    def dtype_bytes(self, dtype: Dtype) -> int:
+        """Bytes per element of a saved tensor in `dtype` under this setup."""
+        if dtype is Dtype.compute:
+            return self.compute_bytes
+        if dtype is Dtype.residual:
+            return self.residual_bytes
+        if dtype is Dtype.cast_from_fp32:
+            return 0 if self.compute_bytes == 4 else self.compute_bytes
+        return _FIXED_BYTES[dtype]
+
 
 @dataclass(frozen=True)
 class Saved:
@@ -128,14 +162,14 @@ class Saved:
     per_token: int = 0
     per_token_seq: int = 0
     per_position: int = 0
-    dtype: str = ACT
-    for_weights: frozenset[str] = frozenset()
+    dtype: Dtype = Dtype.compute
+    for_weights: frozenset[Role] = frozenset()
     """Roles of the weights that need it only for their own gradient (linear inputs, the
     normalized tensor a norm weight multiplies): when all of them are frozen (LoRA/QLoRA
     base), autograd does not keep it."""
 
 
-def _w(*roles: str) -> frozenset[str]:
+def _w(*roles: Role) -> frozenset[Role]:
     return frozenset(roles)
 
 
@@ -145,18 +179,21 @@ def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 
         # aten.native_layer_norm keeps its input and fp32 mean and 1/std per row (CUDA keeps
         # the statistics in fp32 for 16-bit inputs; CPU keeps them in the input dtype).
         return [
-            Saved(f"{what} input", per_token=count * width, dtype=RES),
-            Saved(f"{what} mean and 1/std", per_token=2 * count, dtype=FP32),
+            Saved(f"{what} input", per_token=count * width, dtype=Dtype.residual),
+            Saved(f"{what} mean and 1/std", per_token=2 * count, dtype=Dtype.fp32),
         ]
     # LlamaRMSNorm: pow(2) keeps the fp32 upcast x, rsqrt keeps 1/rms (fp32, one per row),
     # x * rsqrt keeps both, and weight * y keeps y (cast back to the input dtype) for the
     # weight's gradient only. Gemma keeps y in fp32 (it multiplies by 1 + weight in fp32).
-    normalized = FP32 if arch.norm_output_fp32 else RES
+    normalized = Dtype.fp32 if arch.norm_output_fp32 else Dtype.residual
     return [
-        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=FP32),
-        Saved(f"{what} 1/rms", per_token=count, dtype=FP32),
+        Saved(f"{what} input upcast to fp32", per_token=count * width, dtype=Dtype.fp32),
+        Saved(f"{what} 1/rms", per_token=count, dtype=Dtype.fp32),
         Saved(
-            f"{what} normalized", per_token=count * width, dtype=normalized, for_weights=_w("norm")
+            f"{what} normalized",
+            per_token=count * width,
+            dtype=normalized,
+            for_weights=_w(Role.norm),
         ),
     ]
 
@@ -190,14 +227,18 @@ def _attention_core(
     if arch.attn_softcap:  # Gemma 2: cap * tanh(scores / cap) keeps the tanh output
         before.append(Saved("soft-capped scores (tanh output)", per_token_seq=a))
     fp32 = arch.eager_softmax_fp32
-    before.append(Saved("softmax output", per_token_seq=a, dtype=FP32 if fp32 else ACT))
+    before.append(
+        Saved("softmax output", per_token_seq=a, dtype=Dtype.fp32 if fp32 else Dtype.compute)
+    )
     if arch.attention_dropout:
         after += [
-            Saved("attention dropout mask", per_token_seq=a, dtype=MASK),
+            Saved("attention dropout mask", per_token_seq=a, dtype=Dtype.mask),
             Saved("attention dropout output", per_token_seq=a),
         ]
     elif fp32:
-        after.append(Saved("attention probabilities (cast)", per_token_seq=a, dtype=CAST_FROM_FP32))
+        after.append(
+            Saved("attention probabilities (cast)", per_token_seq=a, dtype=Dtype.cast_from_fp32)
+        )
     return before, after
 
 
@@ -227,7 +268,7 @@ def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
     saved = [
         *qkv,
         Saved("attention output (= o_proj input)", per_token=out),
-        Saved("attention log-sum-exp", per_token=a, dtype=FP32),
+        Saved("attention log-sum-exp", per_token=a, dtype=Dtype.fp32),
     ]
     if arch.rotary_cat and arch.v_dim == arch.dim_head:
         # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
@@ -235,7 +276,7 @@ def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
         # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
         # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
         # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
-        saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o")))
+        saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w(Role.o)))
     return saved
 
 
@@ -243,23 +284,25 @@ def _mlp(arch: Architecture, setup: Setup) -> list[Saved]:
     h, f = arch.hidden_size, arch.intermediate_size
     if arch.mlp_kind == "plain":
         k = arch.activation_saves if setup.activation_saves is None else setup.activation_saves
-        saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w("fc_in"))]
+        saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w(Role.fc_in))]
         if k:
             saved.append(Saved("activation intermediates", per_token=k * f))
         return [
             *saved,
-            Saved("activation output (fc_out input)", per_token=f, for_weights=_w("fc_out")),
+            Saved("activation output (fc_out input)", per_token=f, for_weights=_w(Role.fc_out)),
         ]
     if arch.moe_layer_count:
         return _moe_mlp(arch)
     # LlamaMLP: down(act(gate(x)) * up(x)). gate and up keep x; SiLU keeps its input (the gate
     # output); the product keeps both factors; down keeps the product: h + 4f.
     return [
-        Saved("MLP input (norm output)", per_token=h, for_weights=_w("gate", "up", "gate_up")),
+        Saved(
+            "MLP input (norm output)", per_token=h, for_weights=_w(Role.gate, Role.up, Role.gate_up)
+        ),
         Saved("gate output (activation input)", per_token=f),
         Saved("activation output", per_token=f),
         Saved("up output", per_token=f),
-        Saved("down input", per_token=f, for_weights=_w("down")),
+        Saved("down input", per_token=f, for_weights=_w(Role.down)),
     ]
 
 
@@ -275,23 +318,25 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
     if arch.router_fp32:
         # DeepSeek-V2: the router's F.linear keeps an fp32 copy of its input; the norm output
         # itself is kept by the shared experts' gate and up projections
-        saved = [Saved("router input upcast to fp32", per_token=h, dtype=FP32,
-                       for_weights=_w("router"))]  # fmt: skip
+        saved = [Saved("router input upcast to fp32", per_token=h, dtype=Dtype.fp32,
+                       for_weights=_w(Role.router))]  # fmt: skip
         if fs:
-            saved.append(Saved("shared experts' input", per_token=h, for_weights=_w("gate", "up")))
+            saved.append(
+                Saved("shared experts' input", per_token=h, for_weights=_w(Role.gate, Role.up))
+            )
     else:
-        saved = [Saved("router input", per_token=h, for_weights=_w("router"))]
+        saved = [Saved("router input", per_token=h, for_weights=_w(Role.router))]
     saved += [
-        Saved("router probabilities", per_token=e, dtype=FP32),
+        Saved("router probabilities", per_token=e, dtype=Dtype.fp32),
         Saved(
             "expert inputs (gathered tokens)",
             per_token=k * h,
-            for_weights=_w("expert_gate", "expert_up"),
+            for_weights=_w(Role.expert_gate, Role.expert_up),
         ),
         Saved("expert gate outputs", per_token=k * fe),
         Saved("expert activation outputs", per_token=k * fe),
         Saved("expert up outputs", per_token=k * fe),
-        Saved("expert down inputs", per_token=k * fe, for_weights=_w("expert_down")),
+        Saved("expert down inputs", per_token=k * fe, for_weights=_w(Role.expert_down)),
         Saved("expert outputs (for routing weights)", per_token=k * h),
     ]
     if fs:
@@ -303,9 +348,10 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
 
 def _attention_parts(
     arch: Architecture, setup: Setup, selective: bool
-) -> tuple[list[Saved], list[Saved]]:
+) -> tuple[list[Saved], list[Saved], list[Saved]]:
     """The attention sub-layer after its norm, split where backward meets the attention core:
-    (projection inputs and the core's tensors, what comes after the core)."""
+    (the projections' inputs and, under selective checkpointing, the core's inputs; the core's
+    tensors, none under selective checkpointing; what comes after the core)."""
     h, a, qw, kvw = arch.hidden_size, arch.num_heads, arch.q_width, arch.kv_width
     out = arch.attention_out_width
     source = "norm output" if arch.norm_position == "pre" else "layer input"  # OLMo 2: none
@@ -313,16 +359,16 @@ def _attention_parts(
         Saved(
             f"QKV input ({source})",
             per_token=h,
-            for_weights=_w("q", "k", "v", "qkv", "q_a", "kv_a"),
+            for_weights=_w(Role.q, Role.k, Role.v, Role.qkv, Role.q_a, Role.kv_a),
         )
     ]
     # RMSNorms inside attention, all computing in fp32 (x.float(), rsqrt) and keeping the
     # normalized tensor for their weight in the activation dtype, or in fp32 where they
     # multiply by the weight before the cast (Gemma 3's 1 + w, OLMo 2's w * x).
-    normalized = FP32 if arch.norm_output_fp32 else ACT
+    normalized = Dtype.fp32 if arch.norm_output_fp32 else Dtype.compute
     roles = setup.trainable_roles
     if setup.padded_qkv_update and roles is not None:
-        widths = {"q": qw, "k": kvw, "v": arch.v_width}
+        widths = {Role.q: qw, Role.k: kvw, Role.v: arch.v_width}
         adapted = [w for role, w in widths.items() if role in roles]
         if 0 < len(adapted) < len(widths):
             upto.append(Saved("LoRA update before zero_pad (index_copy's source)",
@@ -332,23 +378,29 @@ def _attention_parts(
         # full (OLMo 2): q_norm over q_proj's whole output, k_norm over k_proj's, one each
         rms = a + arch.kv_heads if arch.qk_norm == "per_head" else 2
         upto += [
-            Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=FP32),
-            Saved("q/k norm 1/rms", per_token=rms, dtype=FP32),
-            Saved("q/k normalized", per_token=qw + kvw, dtype=normalized, for_weights=_w("norm")),
+            Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=Dtype.fp32),
+            Saved("q/k norm 1/rms", per_token=rms, dtype=Dtype.fp32),
+            Saved(
+                "q/k normalized", per_token=qw + kvw, dtype=normalized, for_weights=_w(Role.norm)
+            ),
         ]
     if arch.latent_attention:
         # DeepSeek-V2: q_a_layernorm (with q_lora_rank) and kv_a_layernorm on the latent part
         # of kv_a_proj_with_mqa's output; each output is the next projection's input
-        for rank, nxt in ((arch.q_lora_rank, "q_b"), (arch.kv_lora_rank, "kv_b")):
+        for rank, part, nxt in (
+            (arch.q_lora_rank, "q", Role.q_b),
+            (arch.kv_lora_rank, "kv", Role.kv_b),
+        ):
             if rank:
                 upto += [
-                    Saved(f"{nxt[:-2]}_a_layernorm input upcast to fp32", per_token=rank,
-                          dtype=FP32),
-                    Saved(f"{nxt[:-2]}_a_layernorm 1/rms", per_token=1, dtype=FP32),
-                    Saved(f"{nxt[:-2]}_a_layernorm normalized", per_token=rank,
-                          for_weights=_w("norm")),
-                    Saved(f"{nxt}_proj input", per_token=rank, for_weights=_w(nxt)),
+                    Saved(f"{part}_a_layernorm input upcast to fp32", per_token=rank,
+                          dtype=Dtype.fp32),
+                    Saved(f"{part}_a_layernorm 1/rms", per_token=1, dtype=Dtype.fp32),
+                    Saved(f"{part}_a_layernorm normalized", per_token=rank,
+                          for_weights=_w(Role.norm)),
+                    Saved(f"{part}_b_proj input", per_token=rank, for_weights=_w(nxt)),
                 ]  # fmt: skip
+    core: list[Saved] = []
     after: list[Saved] = []
     if selective:
         # The attention core runs under torch.utils.checkpoint: only its inputs (q, k, v at
@@ -363,25 +415,44 @@ def _attention_parts(
         else:
             v = arch.v_width
         upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + kvw + v))
-        after.append(Saved("attention output (o_proj input)", per_token=out, for_weights=_w("o")))
+        after.append(
+            Saved("attention output (o_proj input)", per_token=out, for_weights=_w(Role.o))
+        )
     else:
         before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
-        upto += before + behind
+        core = before + behind
         if setup.attention is Attention.eager:
             after.append(
-                Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w("o"))
+                Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w(Role.o))
             )
     if arch.residual_dropout and arch.attention_output_dropout:
-        after.append(Saved("attention residual dropout mask", per_token=h, dtype=MASK))
-    return upto, after
+        after.append(Saved("attention residual dropout mask", per_token=h, dtype=Dtype.mask))
+    return upto, core, after
 
 
-def _layer_parts(
-    arch: Architecture, setup: Setup, checkpointing: Checkpointing
-) -> tuple[list[Saved], list[Saved]]:
-    """One layer's saved tensors in forward order, split after the attention core."""
+@dataclass(frozen=True)
+class _Layer:
+    """One decoder layer's saved tensors in forward order, split where its backward frees
+    them: the attention core's backward comes after everything past the core is freed."""
+
+    before_core: tuple[Saved, ...]
+    """The attention norm, the projections' inputs, the q/k norms; under selective
+    checkpointing the core's inputs too."""
+    core: tuple[Saved, ...]
+    """The attention core's tensors (none under selective checkpointing: rebuilt in backward)."""
+    after_core: tuple[Saved, ...]
+    """o_proj's input, the MLP's norm, the output norms, the MLP."""
+
+    @property
+    def saved(self) -> tuple[Saved, ...]:
+        return (*self.before_core, *self.core, *self.after_core)
+
+
+@memoised
+def _layer_parts(arch: Architecture, setup: Setup, checkpointing: Checkpointing) -> _Layer:
+    """One layer's saved tensors under `checkpointing` (none or selective)."""
     h = arch.hidden_size
-    upto, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
+    upto, core, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
     pre = arch.norm_position == "pre"
     # Norms on the attention and MLP outputs: Gemma 2 and 3's two beyond the pre-norms,
     # OLMo 2's two post-norms (their inputs are o_proj's and down_proj's outputs).
@@ -399,9 +470,9 @@ def _layer_parts(
     if output_norms:
         after += _norm(arch, setup, "output norms", h, count=output_norms)
     if arch.residual_dropout:
-        mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=MASK))
+        mlp.append(Saved("MLP residual dropout mask", per_token=h, dtype=Dtype.mask))
     first = _norm(arch, setup, "attention norm", h) if pre else []
-    return [*first, *upto], [*after, *mlp]
+    return _Layer(tuple(first + upto), tuple(core), tuple(after + mlp))
 
 
 @memoised  # pure in its arguments; called for every plan the levers and search try
@@ -414,9 +485,8 @@ def layer_saved(
     if checkpointing is Checkpointing.full:
         # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
         # the rotary cos/sin are shared by all layers and counted once in the tail).
-        return (Saved("layer input", per_token=arch.hidden_size, dtype=RES),)
-    upto, after = _layer_parts(arch, setup, checkpointing)
-    return (*upto, *after)
+        return (Saved("layer input", per_token=arch.hidden_size, dtype=Dtype.residual),)
+    return _layer_parts(arch, setup, checkpointing).saved
 
 
 def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
@@ -424,18 +494,20 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
     # the residual stream's gradient has the stream's dtype (fp32 under autocast with fp32
     # weights: measured, memtui measure --stack trainer)
-    incoming = Saved("gradient of the attention output", per_token=arch.hidden_size, dtype=RES)
+    incoming = Saved(
+        "gradient of the attention output", per_token=arch.hidden_size, dtype=Dtype.residual
+    )
     if attention is Attention.eager:
         if not arch.eager_softmax_fp32:
             # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
             return [incoming, Saved("score gradients", per_token_seq=2 * a)]
         # The bf16 cast's backward makes an fp32 gradient of the scores; softmax's backward
         # makes another (fp32 opmath, cast to bf16 after): two fp32 s x s per head.
-        return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=FP32)]
+        return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=Dtype.fp32)]
     # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum).
     return [
         Saved("dq, dk, dv", per_token=qw + kvw + arch.v_width),
-        Saved("fp32 dq accumulator", per_token=qw, dtype=FP32),
+        Saved("fp32 dq accumulator", per_token=qw, dtype=Dtype.fp32),
     ]
 
 
@@ -447,7 +519,7 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
     return [
         # the incoming one is the residual stream's gradient, in the stream's dtype (fp32
         # under autocast with fp32 weights: measured, memtui measure --stack trainer)
-        Saved("gradient of the layer output", per_token=arch.hidden_size, dtype=RES),
+        Saved("gradient of the layer output", per_token=arch.hidden_size, dtype=Dtype.residual),
         Saved("MLP gradients", per_token=2 * width),
     ]
 
@@ -459,41 +531,55 @@ def _weight_gradient_elements(arch: Architecture) -> int:
 
 
 def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> int:
-    """The most one layer holds during its backward (its kept tensors included), at the MLP's
-    backward (every saved tensor of the layer alive) or the attention core's (what comes after
-    the core already freed). Under full checkpointing the layer is rebuilt first; under
-    selective checkpointing its attention core is."""
+    """The most one layer holds during its backward, its own saved tensors included: the
+    larger of its two worst moments, the MLP's backward and the attention core's. Under full
+    checkpointing the layer is rebuilt first, beside its checkpointed input; under selective
+    checkpointing its attention core is, when backward reaches it (after the MLP): Korthikanti
+    sec. 5 for the rebuilt layer, the gradient buffers as measured."""
 
     def size(items: Sequence[Saved]) -> int:
         return _bytes(items, s, b, setup)
 
-    checkpointing = setup.checkpointing
-    kept = size(layer_saved(arch, setup))
-    inner = Checkpointing.none if checkpointing is Checkpointing.full else checkpointing
-    upto, after = _layer_parts(arch, setup, inner)
-    rebuilt = size(upto + after) if checkpointing is Checkpointing.full else 0
-    before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
-    rebuilt_core = size(before + behind) if checkpointing is Checkpointing.selective else 0
-    # The attention core is rebuilt (selective) only when backward reaches it, after the MLP.
-    mlp = kept + rebuilt + size(_mlp_backward(arch))
+    full = setup.checkpointing is Checkpointing.full
+    # the layer as its backward sees it: rebuilt whole under full checkpointing
+    layer = _layer_parts(arch, setup, Checkpointing.none if full else setup.checkpointing)
+    checkpoint = size(layer_saved(arch, setup)) if full else 0
+    if (
+        full
+        and arch.norms_per_layer
+        and (arch.norm_kind == "layernorm" or setup.residual_bytes == 4)
+    ):
+        # The rebuilt layer's first norm saves the checkpointed layer input itself, already
+        # counted with the layer: LayerNorm saves its input as it is, and LlamaRMSNorm's upcast
+        # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
+        # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
+        checkpoint = 0
+    adapters = _adapter_bytes(arch, setup, s, b)
+
+    # At the MLP's backward: every tensor the layer saved, its adapters', the MLP's gradients.
+    at_mlp = checkpoint + size(layer.saved) + adapters + size(_mlp_backward(arch))
     if setup.trainable_roles is None and arch.moe_layer_count:
         # Accumulating into an existing .grad (every micro-batch after the first, or
         # zero_grad(set_to_none=False)), autograd first materialises the new gradient of a
         # weight, then adds it in place: a weight-sized temporary. It matters for the stacked
         # experts of an MoE layer (GBs); a dense layer's largest weight is small beside its
         # activations, and leaving it out keeps this term growing with b and s.
-        mlp += _weight_gradient_elements(arch) * setup.grad_bytes
-    # The eager core's tensors kept by the ops after the softmax are freed before the
-    # softmax's backward, its worst moment.
-    attn = (
-        kept
-        + rebuilt
-        + rebuilt_core
-        - size(after)
-        - size(behind if setup.attention is Attention.eager else [])
+        at_mlp += _weight_gradient_elements(arch) * setup.grad_bytes
+
+    # At the attention core's backward, what the layer saved after the core is freed: what it
+    # saved before the core, the core's tensors up to the softmax (rebuilt under selective
+    # checkpointing), the adapters' tensors and the attention's gradients. The eager core's
+    # tensors kept by the ops after the softmax are freed before the softmax's backward, its
+    # worst moment.
+    up_to_softmax, _ = _attention_core(arch, setup.attention, setup.fused_qkv)
+    at_attention = (
+        checkpoint
+        + size(layer.before_core)
+        + size(up_to_softmax)
+        + adapters
         + size(_attention_backward(arch, setup.attention))
     )
-    return max(mlp, attn)
+    return max(at_mlp, at_attention)
 
 
 @memoised
@@ -503,38 +589,30 @@ def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Sa
     input, labels)."""
     h = arch.hidden_size
     # The batch's token ids: held by the training loop (the embedding keeps them too).
-    kept = [Saved("token ids", per_token=1, dtype=INT64)]
+    kept = [Saved("token ids", per_token=1, dtype=Dtype.int64)]
     if setup.batch_labels:
-        kept.append(Saved("the batch's labels", per_token=1, dtype=INT64))
+        kept.append(Saved("the batch's labels", per_token=1, dtype=Dtype.int64))
     if arch.embedding_dropout:
-        kept.append(Saved("embedding dropout mask", per_token=h, dtype=MASK))
+        kept.append(Saved("embedding dropout mask", per_token=h, dtype=Dtype.mask))
     if arch.rotary:
         # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the residual stream's
         # dtype, built once per forward from position ids of shape (1, s) and kept by every
         # layer's rotary (GPT-NeoX's partial rotary keeps no more: its rotary dims are at
         # most head_dim).
-        kept.append(Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=RES))
+        kept.append(
+            Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=Dtype.residual)
+        )
     freed = _norm(arch, setup, "final norm", h) if arch.final_norm else []
     freed += [
-        Saved("lm_head input", per_token=h, for_weights=_w("lm_head")),
+        Saved("lm_head input", per_token=h, for_weights=_w(Role.lm_head)),
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
-        Saved("shifted labels", per_token=1, dtype=INT64),
+        Saved("shifted labels", per_token=1, dtype=Dtype.int64),
     ]
     return tuple(kept), tuple(freed)
 
 
-def _dtype_bytes(dtype: str, setup: Setup) -> int:
-    if dtype == ACT:
-        return setup.compute_bytes
-    if dtype == RES:
-        return setup.residual_bytes
-    if dtype == CAST_FROM_FP32:
-        return 0 if setup.compute_bytes == 4 else setup.compute_bytes
-    return {MASK: 1, FP32: 4, INT64: 8}[dtype]
-
-
 # Roles whose input a frozen linear of the base could keep (not norms, not the vocabulary).
-_BASE_LINEAR_ROLES = frozenset({"norm", "lm_head", "embed"})
+_BASE_LINEAR_ROLES = frozenset({Role.norm, Role.lm_head, Role.embed})
 
 
 def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
@@ -543,7 +621,7 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
     total = 0
     for item in saved:
         elements = item.per_token * s * b + item.per_position * s + item.per_token_seq * s * s * b
-        width = _dtype_bytes(item.dtype, setup)
+        width = setup.dtype_bytes(item.dtype)
         if roles is not None and item.for_weights:
             adapted = item.for_weights & roles
             base_keeps = setup.frozen_linears_keep_inputs and bool(
@@ -584,7 +662,7 @@ def _own_input_copies(arch: Architecture, setup: Setup) -> int:
     roles = setup.trainable_roles
     if roles is None or not (setup.adapter_input_bytes or setup.adapter_dropout):
         return 0
-    named = frozenset().union(
+    named = frozenset[Role]().union(
         *(item.for_weights for item in layer_saved(arch, setup, Checkpointing.none))
     )
     width = (setup.adapter_input_bytes or setup.compute_bytes) + int(setup.adapter_dropout)
@@ -596,17 +674,46 @@ def _own_input_copies(arch: Architecture, setup: Setup) -> int:
     return width * elements // max(1, arch.num_layers)
 
 
-@dataclass(frozen=True)
-class Moments:
-    """Activation bytes per GPU at the two moments that decide the step's activation peak
-    (a stack adds its own buffers to whichever is worse for it)."""
+def _adapter_bytes(arch: Architecture, setup: Setup, s: int, b: int) -> int:
+    """What one layer's LoRA adapters keep beyond the layer's saved tensors: PEFT's lora_B
+    keeps lora_A's output (r per token) for every adapted linear, and lora_A the input copies
+    no saved tensor names (`_own_input_copies`)."""
+    if setup.trainable_roles is None:
+        return 0
+    outputs = _adapters(arch, setup) * setup.lora_rank * setup.adapter_output_bytes
+    return (outputs + _own_input_copies(arch, setup)) * s * b
 
-    kept: int
-    """Every layer's saved tensors and the tail's: the forward's end and the loss's
-    backward, beside the logits and loss buffers."""
-    layer: int
-    """The last layer's backward (rebuilt under recomputation), the logits buffers and what
-    only the loss and lm_head needed freed."""
+
+class Moment(Enum):
+    """The moments of a step at which its peak can fall: a stack says what its own buffers
+    hold at each (`MomentBytes`), and `buffers_beyond` finds the worst."""
+
+    loss_backward = "loss's backward"
+    forward_end = "forward's end"
+    lm_head_backward = "lm_head's backward"
+    layer_backward = "a layer's backward"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class MomentBytes:
+    """Bytes alive at each `Moment` (0: nothing at that one)."""
+
+    loss_backward: float = 0
+    forward_end: float = 0
+    lm_head_backward: float = 0
+    layer_backward: float = 0
+
+    def items(self) -> tuple[tuple[Moment, float], ...]:
+        """(moment, bytes) in `Moment`'s order (of equal moments, the first is the worst)."""
+        return (
+            (Moment.loss_backward, self.loss_backward),
+            (Moment.forward_end, self.forward_end),
+            (Moment.lm_head_backward, self.lm_head_backward),
+            (Moment.layer_backward, self.layer_backward),
+        )
 
 
 @memoised  # the strategy table and the UI ask again for the same micro-batch
@@ -621,67 +728,81 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
     everything by t (Korthikanti Table 2).
     """
-    kept, layer = _moments(arch, setup, seq_len, micro_batch)
-    loss = logits_bytes(arch, setup, seq_len, micro_batch)
-    return -(-(kept + max(0, layer - kept - loss)) // setup.tp)
+    at_loss, at_layer = _moments(arch, setup, seq_len, micro_batch)
+    logits = logits_bytes(arch, setup, seq_len, micro_batch)
+    # the loss's backward, and what the last layer's backward holds beyond it with the logits
+    return ceil_div(at_loss + max(0, at_layer - at_loss - logits), setup.tp)
 
 
-def activation_moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> Moments:
-    """The activations at the loss's backward and at the last layer's backward
-    (`activation_bytes` is the first plus whatever the second adds beyond the logits)."""
-    kept, layer = _moments(arch, setup, seq_len, micro_batch)
-    return Moments(-(-kept // setup.tp), -(-layer // setup.tp))
+def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> MomentBytes:
+    """What the activations and logits terms hold at each moment, per GPU."""
+    s, b = seq_len, micro_batch
+    at_loss, at_layer = (ceil_div(x, setup.tp) for x in _moments(arch, setup, s, b))
+    # While the loss runs inside the model's forward, the model output still holds the last
+    # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
+    # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
+    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp
+    last_hidden = held if setup.residual_bytes > setup.compute_bytes else 0
+    # the gradient of the logits, whole unless a fused linear cross-entropy made it chunk by
+    # chunk inside the loss (Liger's LigerFusedLinearCrossEntropyFunction)
+    logits_gradient = 0
+    if setup.loss is not LossKind.fused:
+        logits_gradient = ceil_div(setup.compute_bytes * s * b * arch.vocab_size, setup.tp)
+    return MomentBytes(
+        # every layer's kept tensors and the tail's, the loss's backward buffers
+        loss_backward=at_loss + logits_bytes(arch, setup, s, b),
+        # the same activations, the loss's forward buffers and the model output
+        forward_end=at_loss + forward_logits_bytes(arch, setup, s, b) + last_hidden,
+        # the same activations and the gradient of the logits, the loss's buffers freed
+        lm_head_backward=at_loss + logits_gradient,
+        # the last layer's backward, the tail's freed tensors and the logits buffers gone
+        layer_backward=at_layer,
+    )
 
 
 @memoised
 def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> tuple[int, int]:
-    """(kept, layer) of `Moments`, before tensor parallelism divides them."""
+    """Activation bytes at (the loss's backward, the last layer's backward), the two moments
+    that decide the activations term, before tensor parallelism divides them. The step's
+    activation peak is one of them: every layer's kept tensors, the tail, beside the logits
+    buffers; or the tail and the logits buffers freed, the last layer's own worst moment
+    instead of its kept tensors (`_layer_backward_peak`)."""
     s, b, layers = seq_len, micro_batch, arch.num_layers
     roles = setup.trainable_roles
     full = setup.checkpointing is Checkpointing.full
-    kept = _bytes(layer_saved(arch, setup), s, b, setup)
-    tail_kept, tail_freed = _tail(arch, setup)
-    tail = _bytes(tail_kept, s, b, setup)
-    freed = _bytes(tail_freed, s, b, setup)
-    adapter = 0
-    if roles is not None:
-        # PEFT's lora_B keeps lora_A's output (r per token) for every adapted linear.
-        adapter = _adapters(arch, setup) * setup.lora_rank * s * b * setup.adapter_output_bytes
-        adapter += _own_input_copies(arch, setup) * s * b
-        if not full:  # else rebuilt with the layer
-            kept += adapter
-        if not full and arch.leading_norm and "embed" not in roles:
-            # The embedding is frozen: the first layer's first norm sees no gradient.
-            tail -= _bytes(_norm(arch, setup, "first norm", arch.hidden_size), s, b, setup)
-    tail += freed
-    if setup.attention is Attention.eager and full:
-        # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
-        # every checkpointed layer, so it lives until backward ends (measured).
-        tail += _bytes([Saved("causal mask", per_token_seq=1, dtype=RES)], s, b, setup)
+
+    def size(items: Sequence[Saved]) -> int:
+        return _bytes(items, s, b, setup)
+
+    # What each layer keeps from its forward to its backward: its saved tensors and its
+    # adapters' (rebuilt with the layer under full checkpointing).
+    per_layer = size(layer_saved(arch, setup))
+    if not full:
+        per_layer += _adapter_bytes(arch, setup, s, b)
     stored = layers
     if setup.offload_layer_inputs and full:
         # the checkpointed inputs move to CPU as the forward goes; the layer being computed
         # and the next one's prefetch stay on the GPU (torchtune OffloadActivations, its
         # streams overlapping one copy each way)
         stored = min(layers, 2)
-    # The step's activation peak is either the loss's backward (every layer's kept tensors,
-    # the tail, the logits buffers) or the last layer's backward (the tail and the logits
-    # buffers freed by then, the layer's own worst moment instead): Korthikanti sec. 5 for
-    # the rebuilt layer, the gradient buffers as measured.
-    layer_peak = _layer_backward_peak(arch, setup, b, s) + adapter
-    if (
-        full
-        and arch.norms_per_layer
-        and (arch.norm_kind == "layernorm" or setup.residual_bytes == 4)
-    ):
-        # The rebuilt layer's first norm saves the checkpointed layer input itself, already
-        # kept: LayerNorm saves its input as it is, and LlamaRMSNorm's upcast
-        # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
-        # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
-        first = _norm(arch, setup, "attention norm", arch.hidden_size)[:1]
-        layer_peak -= _bytes(first, s, b, setup)
-    everything = stored * kept + tail
-    return everything, everything - freed + layer_peak - kept
+    layers_kept = stored * per_layer
+    if roles is not None and not full and arch.leading_norm and Role.embed not in roles:
+        # The embedding is frozen: the first layer's first norm sees no gradient.
+        layers_kept -= size(_norm(arch, setup, "first norm", arch.hidden_size))
+    tail_kept, tail_freed = _tail(arch, setup)
+    # outside the layers, alive until backward ends (token ids, rotary cos/sin)
+    tail = size(tail_kept)
+    if setup.attention is Attention.eager and full:
+        # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
+        # every checkpointed layer, so it lives until backward ends (measured).
+        tail += size([Saved("causal mask", per_token_seq=1, dtype=Dtype.residual)])
+    # freed by the loss's and lm_head's backward (final norm, lm_head input, labels)
+    freed = size(tail_freed)
+
+    at_loss = layers_kept + tail + freed
+    # the last layer's kept tensors give way to its backward's worst moment, which has them
+    at_layer = layers_kept - per_layer + tail + _layer_backward_peak(arch, setup, b, s)
+    return at_loss, at_layer
 
 
 def buffers_beyond(
@@ -689,36 +810,16 @@ def buffers_beyond(
     setup: Setup,
     seq_len: int,
     micro_batch: int,
-    moments: dict[str, float],
-) -> tuple[int, str]:
+    buffers: MomentBytes,
+) -> tuple[int, Moment]:
     """The most a stack's buffers add to the step's peak beyond the activations and logits
-    terms, and at which moment: `moments` gives the buffers alive at each of "loss's
-    backward", "forward's end", "lm_head's backward" and "a layer's backward" (missing ones:
-    none). The activations and logits alive at each are these module's own: every layer's
-    kept tensors with the loss's backward buffers, with the loss's forward buffers
-    (`forward_logits_bytes`), with the gradient of the logits in the compute dtype, and the
-    last layer's backward alone (`Moments`)."""
+    terms, and at which moment: `buffers` gives what they hold at each `Moment`, and the
+    activations and logits are alive beside them as `alive_at` says."""
     s, b = seq_len, micro_batch
-    m = activation_moments(arch, setup, s, b)
-    logits = logits_bytes(arch, setup, s, b)
-    base = activation_bytes(arch, setup, s, b) + logits
-    # While the loss runs inside the model's forward, the model output still holds the last
-    # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
-    # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
-    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp
-    last_hidden = held if setup.residual_bytes > setup.compute_bytes else 0
-    alive = {
-        "loss's backward": m.kept + logits,
-        "forward's end": m.kept + forward_logits_bytes(arch, setup, s, b) + last_hidden,
-        # the gradient of the logits, whole unless a fused linear cross-entropy made it chunk
-        # by chunk inside the loss (Liger's LigerFusedLinearCrossEntropyFunction)
-        "lm_head's backward": m.kept + (0 if setup.loss is LossKind.fused else
-                                        -(-(setup.compute_bytes * s * b * arch.vocab_size)
-                                          // setup.tp)),
-        "a layer's backward": m.layer,
-    }  # fmt: skip
-    extra = {k: alive[k] + v - base for k, v in moments.items()}
-    worst = max(extra, key=lambda k: extra[k])
+    alive = dict(alive_at(arch, setup, s, b).items())
+    base = activation_bytes(arch, setup, s, b) + logits_bytes(arch, setup, s, b)
+    extra = {moment: alive[moment] + held - base for moment, held in buffers.items()}
+    worst = max(extra, key=lambda moment: extra[moment])
     return max(0, round(extra[worst])), worst
 
 
@@ -729,7 +830,7 @@ def base_linear_inputs(arch: Architecture, setup: Setup, seq_len: int, micro_bat
         return 0
     kept = [item for item in layer_saved(arch, setup) if item.for_weights - _BASE_LINEAR_ROLES]
     base_only = replace(setup, trainable_roles=None, input_casts=frozenset())
-    return -(-arch.num_layers * _bytes(kept, seq_len, micro_batch, base_only) // setup.tp)
+    return ceil_div(arch.num_layers * _bytes(kept, seq_len, micro_batch, base_only), setup.tp)
 
 
 def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
@@ -737,7 +838,7 @@ def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch:
     if not (setup.offload_layer_inputs and setup.checkpointing is Checkpointing.full):
         return 0
     kept = _bytes(layer_saved(arch, setup), seq_len, micro_batch, setup)
-    return -(-(arch.num_layers * kept) // setup.tp)
+    return ceil_div(arch.num_layers * kept, setup.tp)
 
 
 # The loss's buffers per logit at their peak (the start of backward): cross_entropy's
@@ -770,7 +871,7 @@ def forward_logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_b
         return logits_bytes(arch, setup, seq_len, micro_batch)
     upcast = setup.loss_bytes if setup.loss_bytes != setup.compute_bytes else 0
     per_logit = setup.compute_bytes + upcast + setup.loss_bytes
-    return -(-(per_logit * seq_len * micro_batch * arch.vocab_size) // setup.tp)
+    return ceil_div(per_logit * seq_len * micro_batch * arch.vocab_size, setup.tp)
 
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
@@ -781,7 +882,7 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
     if setup.loss is LossKind.fused:
         total = FUSED_PER_HIDDEN * tokens * arch.hidden_size
     elif setup.loss is LossKind.chunked:
-        per_chunk = -(-logits // max(1, setup.loss_chunks))
+        per_chunk = ceil_div(logits, max(1, setup.loss_chunks))
         chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
         total = setup.loss_bytes * logits + chunk_buffers * per_chunk
     else:
@@ -789,4 +890,4 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
     total += setup.kept_logits_bytes * logits
     if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
         total += setup.compute_bytes * logits
-    return -(-total // setup.tp)
+    return ceil_div(total, setup.tp)

@@ -9,12 +9,48 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Roles of linear layers, mapped to each family's module names (PEFT matches these names).
+
+class Role(Enum):
+    """What a weight does in the model, whatever its family names the module: each linear
+    layer has one, and a saved tensor names the roles whose gradients need it."""
+
+    q = "q"
+    k = "k"
+    v = "v"
+    qkv = "qkv"
+    o = "o"
+    q_a = "q_a"
+    q_b = "q_b"
+    kv_a = "kv_a"
+    kv_b = "kv_b"
+    gate = "gate"
+    up = "up"
+    gate_up = "gate_up"
+    down = "down"
+    fc_in = "fc_in"
+    fc_out = "fc_out"
+    router = "router"
+    expert_gate = "expert_gate"
+    expert_up = "expert_up"
+    expert_gate_up = "expert_gate_up"
+    expert_down = "expert_down"
+    shared_gate = "shared_gate"
+    embed_in = "embed_in"
+    embed_out = "embed_out"
+    embed = "embed"
+    lm_head = "lm_head"
+    norm = "norm"
+    """A norm's weight (no linear layer: saved tensors name it for the normalized input)."""
+
+
+# Roles of linear layers (`Role` values), mapped to each family's module names (PEFT matches
+# these names).
 LLAMA_NAMES: dict[str, str] = {
     "q": "q_proj",
     "k": "k_proj",
@@ -42,7 +78,9 @@ LLAMA_NAMES: dict[str, str] = {
     "embed": "embed_tokens",
     "lm_head": "lm_head",
 }
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
+ATTENTION_ROLES = frozenset(
+    {Role.q, Role.k, Role.v, Role.qkv, Role.o, Role.q_a, Role.q_b, Role.kv_a, Role.kv_b}
+)
 # f-wide tensors an activation saves for backward beyond its output, counted op by op from
 # transformers' activations.py (ACT2CLS). A fused kernel (nn.functional.gelu, silu, the tanh
 # GELU "gelu_pytorch_tanh") keeps its input: 1, Korthikanti's "GeLU input". ReLU keeps its
@@ -76,7 +114,7 @@ class Tensor:
 class LinearLayer:
     """A linear module (PEFT's unit of adaptation): d_in -> d_out, `count` of them in the model."""
 
-    role: str
+    role: Role
     name: str
     d_in: int
     d_out: int
@@ -327,24 +365,34 @@ class Architecture(BaseModel):
 
     # --- the modules -------------------------------------------------------------------------
 
-    def _linear(self, role: str, d_in: int, d_out: int, bias: bool, count: int, group: TensorGroup):
-        return LinearLayer(role, self.names.get(role, role), d_in, d_out, bias, count, group)
+    def _linear(
+        self, role: Role, d_in: int, d_out: int, bias: bool, count: int, group: TensorGroup
+    ):
+        name = self.names.get(role.value, role.value)
+        return LinearLayer(role, name, d_in, d_out, bias, count, group)
 
-    def _mlp(self, prefix: str, width: int, count: int, group: TensorGroup) -> list[LinearLayer]:
+    def _mlp(
+        self, width: int, count: int, group: TensorGroup, *, experts: bool = False
+    ) -> list[LinearLayer]:
         h, bias = self.hidden_size, self.mlp_bias
         if self.mlp_kind == "plain":
             return [
-                self._linear("fc_in", h, width, bias, count, group),
-                self._linear("fc_out", width, h, bias, count, group),
+                self._linear(Role.fc_in, h, width, bias, count, group),
+                self._linear(Role.fc_out, width, h, bias, count, group),
             ]
+        gate, up, gate_up, down = (
+            (Role.expert_gate, Role.expert_up, Role.expert_gate_up, Role.expert_down)
+            if experts
+            else (Role.gate, Role.up, Role.gate_up, Role.down)
+        )
         if self.fused_gate_up:
-            ups = [self._linear(f"{prefix}gate_up", h, 2 * width, bias, count, group)]
+            ups = [self._linear(gate_up, h, 2 * width, bias, count, group)]
         else:
             ups = [
-                self._linear(f"{prefix}gate", h, width, bias, count, group),
-                self._linear(f"{prefix}up", h, width, bias, count, group),
+                self._linear(gate, h, width, bias, count, group),
+                self._linear(up, h, width, bias, count, group),
             ]
-        return [*ups, self._linear(f"{prefix}down", width, h, bias, count, group)]
+        return [*ups, self._linear(down, width, h, bias, count, group)]
 
     def _latent_attention(self) -> list[LinearLayer]:
         """DeepseekV2Attention's projections before o_proj: q_proj (h -> a(nope + rope)) or
@@ -353,16 +401,16 @@ class Architecture(BaseModel):
         h, n, qb = self.hidden_size, self.num_layers, self.attention_bias
         if self.q_lora_rank:
             q = [
-                self._linear("q_a", h, self.q_lora_rank, qb, n, "attention"),
-                self._linear("q_b", self.q_lora_rank, self.q_width, False, n, "attention"),
+                self._linear(Role.q_a, h, self.q_lora_rank, qb, n, "attention"),
+                self._linear(Role.q_b, self.q_lora_rank, self.q_width, False, n, "attention"),
             ]
         else:
-            q = [self._linear("q", h, self.q_width, False, n, "attention")]
+            q = [self._linear(Role.q, h, self.q_width, False, n, "attention")]
         kv_a = self.kv_lora_rank + self.qk_rope_head_dim
         return [
             *q,
-            self._linear("kv_a", h, kv_a, qb, n, "attention"),
-            self._linear("kv_b", self.kv_lora_rank, self.kv_b_width, False, n, "attention"),
+            self._linear(Role.kv_a, h, kv_a, qb, n, "attention"),
+            self._linear(Role.kv_b, self.kv_lora_rank, self.kv_b_width, False, n, "attention"),
         ]
 
     @cached_property
@@ -373,29 +421,29 @@ class Architecture(BaseModel):
         if self.latent_attention:
             attn = self._latent_attention()
         elif self.fused_qkv:
-            attn = [self._linear("qkv", h, self.q_width + 2 * self.kv_width, qb, n, "attention")]
+            attn = [self._linear(Role.qkv, h, self.q_width + 2 * self.kv_width, qb, n, "attention")]
         else:
             attn = [
-                self._linear("q", h, self.q_width, qb, n, "attention"),
-                self._linear("k", h, self.kv_width, qb, n, "attention"),
-                self._linear("v", h, self.v_width, qb, n, "attention"),
+                self._linear(Role.q, h, self.q_width, qb, n, "attention"),
+                self._linear(Role.k, h, self.kv_width, qb, n, "attention"),
+                self._linear(Role.v, h, self.v_width, qb, n, "attention"),
             ]
-        layers = [*attn, self._linear("o", self.attention_out_width, h, ob, n, "attention")]
+        layers = [*attn, self._linear(Role.o, self.attention_out_width, h, ob, n, "attention")]
         moe, dense = self.moe_layer_count, n - self.moe_layer_count
         if dense:
-            layers += self._mlp("", self.intermediate_size, dense, "mlp")
+            layers += self._mlp(self.intermediate_size, dense, "mlp")
         if moe:
-            layers.append(self._linear("router", h, self.num_experts, False, moe, "router"))
-            layers += self._mlp("expert_", self.expert_width, moe * self.num_experts, "expert")
+            layers.append(self._linear(Role.router, h, self.num_experts, False, moe, "router"))
+            layers += self._mlp(self.expert_width, moe * self.num_experts, "expert", experts=True)
             if self.shared_expert_intermediate_size:
-                layers += self._mlp("", self.shared_expert_intermediate_size, moe, "shared_expert")
+                layers += self._mlp(self.shared_expert_intermediate_size, moe, "shared_expert")
                 if self.shared_expert_gate:
-                    layers.append(self._linear("shared_gate", h, 1, False, moe, "router"))
+                    layers.append(self._linear(Role.shared_gate, h, 1, False, moe, "router"))
         if self.embed_proj_dim:
             e = self.embed_proj_dim
             layers += [
-                self._linear("embed_in", e, h, False, 1, "embedding"),
-                self._linear("embed_out", h, e, False, 1, "head"),
+                self._linear(Role.embed_in, e, h, False, 1, "embedding"),
+                self._linear(Role.embed_out, h, e, False, 1, "head"),
             ]
         return tuple(layers)
 
@@ -468,9 +516,9 @@ class Architecture(BaseModel):
         (peft.tuners.lora.layer Embedding, Linear)."""
         width = self.embed_proj_dim or self.hidden_size
         return (
-            self._linear("embed", self.vocab_size, width, False, 1, "embedding"),
+            self._linear(Role.embed, self.vocab_size, width, False, 1, "embedding"),
             # Phi-1.5/2's lm_head has a bias: modules_to_save trains it with the weight
-            self._linear("lm_head", width, self.vocab_size, self.lm_head_bias, 1, "head"),
+            self._linear(Role.lm_head, width, self.vocab_size, self.lm_head_bias, 1, "head"),
         )
 
     def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:

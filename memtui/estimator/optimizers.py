@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memtui.estimator.choices import Optimizer, Precision
+from memtui.estimator.units import ceil_div
 
 # bitsandbytes keeps tensors with fewer elements than this in 32-bit state (min_8bit_size).
 BNB_MIN_8BIT_SIZE = 4096
@@ -50,7 +51,7 @@ class OptimizerSpec:
         if self.layout == "blockwise-8bit":
             if numel < BNB_MIN_8BIT_SIZE:
                 return self.moments * 4 * numel  # small tensors keep 32-bit state
-            blocks = -(-numel // block)
+            blocks = ceil_div(numel, block)
             return self.moments * (numel + 4 * blocks)  # 1 byte per moment + fp32 absmax
         if self.layout == "factored":
             # the second moment as row + column sums for a matrix, in full for a vector (fp32)

@@ -60,6 +60,11 @@ def parse_count(text: str) -> int:
     return _number(text, "count", sign, mantissa, exponent, _COUNT_SUFFIXES[suffix or ""])
 
 
+def ceil_div(n: int, d: int) -> int:
+    """n / d rounded up, in whole numbers (blocks of a size, a share per GPU, wrapped lines)."""
+    return -(-n // d)
+
+
 def format_bytes(n: float, unit: str = "GB", digits: int = 1) -> str:
     """Bytes as text with the unit said: format_bytes(52e9) -> '52.0 GB'."""
     scale = _SIZE_UNITS[unit.lower()]

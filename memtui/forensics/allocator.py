@@ -16,7 +16,7 @@ segments grow in place so the slivers stay reusable.
 
 from __future__ import annotations
 
-from memtui.estimator.units import GiB, MiB
+from memtui.estimator.units import GiB, MiB, ceil_div
 from memtui.forensics.model import AllocatorSettings, Attribution, DeviceSummary, Finding
 
 K_SMALL_SIZE = 1 * MiB
@@ -40,7 +40,7 @@ def segment_size_for(request: int) -> int:
         return K_SMALL_BUFFER
     if request < K_MIN_LARGE_ALLOC:
         return K_LARGE_BUFFER
-    return K_ROUND_LARGE * -(-request // K_ROUND_LARGE)
+    return K_ROUND_LARGE * ceil_div(request, K_ROUND_LARGE)
 
 
 def gib(n: int) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from textual.reactive import reactive
 
 from memtui.estimator import Communication
+from memtui.estimator.units import ceil_div
 from memtui.ui.units import size
 from memtui.ui.view_widget import ViewWidget
 
@@ -36,4 +37,4 @@ class CommunicationLine(ViewWidget):
         if c.tensor_parallel_bytes:
             text += f" ({size(c.tensor_parallel_bytes, view.unit)} of it tensor parallel)"
         # relayout only when the wrapped height changes
-        self.show(text, -(-len(text) // max(1, self.size.width)))
+        self.show(text, ceil_div(len(text), max(1, self.size.width)))

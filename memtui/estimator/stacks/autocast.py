@@ -4,7 +4,7 @@ plan."""
 
 from __future__ import annotations
 
-from memtui.estimator.activations import Setup, buffers_beyond
+from memtui.estimator.activations import MomentBytes, Setup, buffers_beyond
 from memtui.estimator.choices import Checkpointing, Method, Precision
 from memtui.estimator.plan import Plan
 from memtui.estimator.state import parameters_of, split_saved, trainable_tensors
@@ -55,22 +55,22 @@ def autocast_weight_copies(plan: Plan, setup: Setup, peft: bool) -> int:
     head_copy = 2 * base * head
     if plan.checkpointing is Checkpointing.none:
         every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
-        moments = {
-            "loss's backward": every,
-            "forward's end": every,
-            "lm_head's backward": every,
-            "a layer's backward": every - head_copy,
-        }
+        moments = MomentBytes(
+            loss_backward=every,
+            forward_end=every,
+            lm_head_backward=every,
+            layer_backward=every - head_copy,
+        )
     else:
         full = plan.method is Method.full
         cached = 2 * base * arch.num_layers * layer + head_copy if full else 2 * adapters
-        moments = {
-            "loss's backward": head_copy,
-            "forward's end": cached + (0 if full else head_copy),
-            "lm_head's backward": head_copy,
-            "a layer's backward": 2 * (base * layer + adapters / arch.num_layers),
-        }
-    if not any(moments.values()):
+        moments = MomentBytes(
+            loss_backward=head_copy,
+            forward_end=cached + (0 if full else head_copy),
+            lm_head_backward=head_copy,
+            layer_backward=2 * (base * layer + adapters / arch.num_layers),
+        )
+    if not any(held for _, held in moments.items()):
         return 0  # bf16 weights (bf16-mixed, bf16-true): autocast has nothing to cast
     copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
     return copies

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memtui.estimator.activations import Setup, buffers_beyond
+from memtui.estimator.activations import MomentBytes, Setup, buffers_beyond
 from memtui.estimator.capabilities import fsdp_shard_bytes
 from memtui.estimator.choices import Method, Precision, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
@@ -145,14 +145,14 @@ def accelerate_buffers(
         setup,
         plan.seq_len,
         plan.micro_batch,
-        {
-            "loss's backward": resident,
+        MomentBytes(
+            loss_backward=resident,
             # the tail's all-gather output too, kept until the root's post-forward
-            "forward's end": resident + c * tail,
+            forward_end=resident + c * tail,
             # its gradients and their reduce-scatter input, the last layer prefetched
-            "lm_head's backward": resident + (c + r) * tail * share + 2 * c * layer,
-            "a layer's backward": at_layer,
-        },
+            lm_head_backward=resident + (c + r) * tail * share + 2 * c * layer,
+            layer_backward=at_layer,
+        ),
     )
     persistent = 0
     if plan.grad_accum > 1:  # no_sync: every unsharded gradient, param dtype

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.architecture import Architecture
+from memtui.estimator.architecture import Architecture, Role
 from memtui.estimator.choices import Method, StackName, Strategy
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
@@ -26,19 +26,19 @@ _METHOD_TEXT = {
 }
 
 
-def trainable_roles(plan: Plan) -> frozenset[str] | None:
+def trainable_roles(plan: Plan) -> frozenset[Role] | None:
     """Linear roles whose weights train (None: every weight, a full fine-tune)."""
     if plan.method is Method.full:
         return None
     if plan.lora_fraction is not None:
-        return frozenset({"q", "k", "v", "qkv", "o"})
+        return frozenset({Role.q, Role.k, Role.v, Role.qkv, Role.o})
     return _adapted_roles(plan.model.architecture, plan.lora_targets, plan.modules_to_save)
 
 
 @memoised
 def _adapted_roles(
     arch: Architecture, targets: tuple[str, ...], saved: tuple[str, ...]
-) -> frozenset[str]:
+) -> frozenset[Role]:
     adapted = {lin.role for lin in arch.lora_layers(targets)}
     return frozenset(adapted | {lin.role for lin in arch.saved_modules(saved)})
 

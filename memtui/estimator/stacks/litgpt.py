@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from memtui.estimator.activations import Setup, base_linear_inputs, buffers_beyond
+from memtui.estimator.activations import MomentBytes, Setup, base_linear_inputs, buffers_beyond
+from memtui.estimator.architecture import Role
 from memtui.estimator.choices import Method, Precision, StackName, Strategy
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
@@ -31,6 +32,7 @@ from memtui.estimator.stacks.torchtune import same_dtype_layout, same_dtype_setu
 from memtui.estimator.state import Layout, StaticState, TrainableTensor
 from memtui.estimator.terms import TermKind
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
+from memtui.estimator.units import ceil_div
 
 LM_HEAD_CHUNK = 128
 """Tokens per logits chunk (lit-gpt finetune/lora.py: model(input_ids, lm_head_chunk_size=128))."""
@@ -52,16 +54,20 @@ class LitGptStack(BookStack):
         # bf16-mixed: an fp32 stream that autocast casts per op. Trained linears each keep
         # their own bf16 cast of their input (one for the fused attn, one each for fc_1 and
         # fc_2); an adapter's lora_A keeps its own cast of the (dropped) fp32 input.
-        roles = {lin.role for lin in plan.model.architecture.linear_layers} - {"q", "k", "v"}
+        roles = {lin.role for lin in plan.model.architecture.linear_layers} - {
+            Role.q,
+            Role.k,
+            Role.v,
+        }
         return replace(
             same_dtype_setup(plan),
             compute_bytes=2,
             residual_bytes=4 if autocast else 2,
-            input_casts=frozenset(roles | {"qkv"}) if autocast and not lora else frozenset(),
+            input_casts=frozenset(roles | {Role.qkv}) if autocast and not lora else frozenset(),
             adapter_input_bytes=2 if autocast and lora else 0,
             adapter_output_bytes=2,
             one_adapter_per_input=True,
-            loss_chunks=-(-plan.seq_len // LM_HEAD_CHUNK),
+            loss_chunks=ceil_div(plan.seq_len, LM_HEAD_CHUNK),
             kept_logits_bytes=2,
             loss_bytes=2,
             fused_qkv=True,
@@ -86,7 +92,7 @@ class LitGptStack(BookStack):
         arch = plan.model.architecture
         previous = base_linear_inputs(arch, setup, plan.seq_len, plan.micro_batch)
         held, _ = buffers_beyond(
-            arch, setup, plan.seq_len, plan.micro_batch, {"forward's end": previous}
+            arch, setup, plan.seq_len, plan.micro_batch, MomentBytes(forward_end=previous)
         )
         if held:
             detail += f", the previous step's 4-bit linear inputs {held / 1e9:.2f} GB"
