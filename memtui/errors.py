@@ -1,7 +1,10 @@
 """Errors memtui reports as one line a user understands, never as a traceback.
 
-Every layer raises a `MemtuiError` (or a subclass) for bad input: the CLI prints it on stderr
-and exits 2, the dashboard shows it in a notification and keeps running. `one_line` turns any
+Every layer raises a `MemtuiError` (or a subclass) for bad input: `PlanError` from the
+estimator, `SourceError` from telemetry, `UsageError` (and the plans' `ConfigError`, the
+forensics' `SnapshotError`) for a flag or a file. The CLI prints it on stderr and exits 2, the
+dashboard shows it in a notification and keeps running. A message says what is wrong; `hint`,
+when given, says what to do instead (printed after it: "message; hint"). `one_line` turns any
 exception (pydantic's ValidationError included) into that one line.
 """
 
@@ -25,6 +28,17 @@ class MemtuiError(ValueError):
 
 class UsageError(MemtuiError):
     """A bad flag value or input file: one line on stderr, exit code 2."""
+
+
+class PlanError(MemtuiError):
+    """A plan, model or size the estimator cannot take as given: a broken cross-field rule, a
+    stack that cannot run the plan, a value past its bound (raised inside pydantic validators
+    too, where it becomes one error of a ValidationError)."""
+
+
+class SourceError(MemtuiError):
+    """A telemetry source's option that cannot be used (a bad URL, host list, credential file,
+    synthetic node): the source is not opened."""
 
 
 def one_line(err: BaseException) -> str:

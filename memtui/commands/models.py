@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     entries = find(args.search)
     if not entries:
-        raise UsageError(f"no catalog model matches {args.search!r}; run `memtui models`")
+        raise UsageError(f"no catalog model matches {args.search!r}", hint="run `memtui models`")
     rows = [_row(e) for e in entries]
     if args.json:
         print(json.dumps(rows, indent=2))

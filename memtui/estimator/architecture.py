@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memtui.errors import PlanError
+
 
 class Role(Enum):
     """What a weight does in the model, whatever its family names the module: each linear
@@ -257,20 +259,18 @@ class Architecture(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> Architecture:
         if self.kv_heads and self.num_heads % self.kv_heads:
-            raise ValueError(
+            raise PlanError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.kv_heads})"
             )
         if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
-            raise ValueError("experts_per_token must be between 1 and num_experts")
+            raise PlanError("experts_per_token must be between 1 and num_experts")
         if self.kv_lora_rank and not 0 < self.qk_rope_head_dim < self.dim_head:
-            raise ValueError(
+            raise PlanError(
                 f"qk_rope_head_dim ({self.qk_rope_head_dim}) must be between 1 and the query/key "
                 f"head width ({self.dim_head}) below it"
             )
         if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
-            raise ValueError(
-                "q_lora_rank and qk_rope_head_dim need kv_lora_rank (latent attention)"
-            )
+            raise PlanError("q_lora_rank and qk_rope_head_dim need kv_lora_rank (latent attention)")
         return self
 
     @property
@@ -539,7 +539,7 @@ class Architecture(BaseModel):
                 matched = [lin for lin in named if lin.name == target]
                 if not matched:
                     names = sorted({lin.name for lin in named})
-                    raise ValueError(
+                    raise PlanError(
                         f"LoRA target {target!r} matches no module of this model; "
                         f"use attention, all-linear or some of: {', '.join(names)}"
                     )
@@ -552,7 +552,7 @@ class Architecture(BaseModel):
         found = {lin.name: lin for lin in self.vocabulary_modules}
         unknown = [n for n in names if n not in found]
         if unknown:
-            raise ValueError(
+            raise PlanError(
                 f"modules_to_save {unknown[0]!r} is not a module memtui can size here; "
                 f"use {' or '.join(found)}"
             )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from memtui.errors import PlanError
 from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
 
 
@@ -107,23 +108,23 @@ class StackCapabilities:
         """Raise ValueError (one line) when the stack cannot run the plan as given."""
         why = self.why_not(plan.strategy, plan.hardware.gpus)
         if why is not None:
-            raise ValueError(why)
+            raise PlanError(why)
         name = self.name.value
         if plan.precision not in self.precisions:
             allowed = ", ".join(p.value for p in Precision if p in self.precisions)
-            raise ValueError(
+            raise PlanError(
                 f"the {name} stack runs precision {allowed}, not {plan.precision.value}"
             )
         if plan.loss not in self.losses:
             allowed = ", ".join(loss.value for loss in self.losses)
-            raise ValueError(f"the {name} stack computes the loss {allowed}, not {plan.loss.value}")
+            raise PlanError(f"the {name} stack computes the loss {allowed}, not {plan.loss.value}")
         if plan.offload not in self.offloads:
             allowed = ", ".join(o.value for o in self.offloads)
-            raise ValueError(f"the {name} stack offloads {allowed}, not {plan.offload.value}")
+            raise PlanError(f"the {name} stack offloads {allowed}, not {plan.offload.value}")
         if plan.optimizer_in_backward and not self.optimizer_in_backward:
-            raise ValueError(f"the {name} stack cannot step the optimizer in backward")
+            raise PlanError(f"the {name} stack cannot step the optimizer in backward")
         if plan.activation_offload and not self.activation_offload:
-            raise ValueError(f"the {name} stack has no activation offloading")
+            raise PlanError(f"the {name} stack has no activation offloading")
 
     def suited(self, plan: PlanChoices) -> dict[str, object]:
         """The changes that let this stack run `plan`: its first strategy and precision in

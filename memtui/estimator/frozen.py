@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
+from memtui.errors import PlanError
+
 
 class Frozen(BaseModel):
     """Immutable, and strict about unknown fields (a misspelt key is an error, not a no-op)."""
@@ -23,7 +25,7 @@ class Frozen(BaseModel):
         data = {name: getattr(self, name) for name in type(self).model_fields}
         for name, value in changes.items():
             if name not in data:
-                raise ValueError(f"{type(self).__name__} has no field {name!r}")
+                raise PlanError(f"{type(self).__name__} has no field {name!r}")
             current = data[name]
             if isinstance(value, Mapping) and isinstance(current, Frozen):
                 value = current.evolve(**value)

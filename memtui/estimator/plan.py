@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
+from memtui.errors import PlanError
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
@@ -48,7 +49,7 @@ def _at_most(limit: int, why: str) -> AfterValidator:
 
     def check(value: int) -> int:
         if value > limit:
-            raise ValueError(f"{value:.3g} is above {limit:.3g} ({why})")
+            raise PlanError(f"{value:.3g} is above {limit:.3g} ({why})")
         return value
 
     return AfterValidator(check)
@@ -429,7 +430,7 @@ class Plan(Frozen):
         """The cross-field rules, also for a plan made without validation (`model_copy`);
         raises ValueError when one is broken."""
         if self.hardware.gpus % self.tp:
-            raise ValueError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
+            raise PlanError(f"tp ({self.tp}) must divide the GPU count ({self.hardware.gpus})")
         arch = self.model.architecture
         if self.tp > 1 and not arch.assumed:  # a bare count's heads are a guess: not checked
             # Megatron-LM gives each TP rank whole heads and whole KV groups: divide()
@@ -437,18 +438,18 @@ class Plan(Frozen):
             # (megatron/core/transformer/attention.py; Shoeybi et al. 2019 sec. 3)
             for what, heads in (("attention heads", arch.num_heads), ("KV heads", arch.kv_heads)):
                 if heads % self.tp:
-                    raise ValueError(
+                    raise PlanError(
                         f"tp ({self.tp}) must divide the model's {what} ({heads}): each "
                         "tensor-parallel rank holds whole heads"
                     )
         if not offload_runs(self.offload, self.strategy):
-            raise ValueError(
+            raise PlanError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
             )
         if not self.lora_targets:
-            raise ValueError("no LoRA targets: use attention, all-linear or module names")
+            raise PlanError("no LoRA targets: use attention, all-linear or module names")
         if self.lora_fraction is not None and round(self.model.parameters * self.lora_fraction) < 1:
-            raise ValueError(
+            raise PlanError(
                 f"lora_fraction {self.lora_fraction:g} of {self.model.parameters:,} parameters "
                 "is not one adapter parameter"
             )
@@ -457,14 +458,14 @@ class Plan(Frozen):
         if self.modules_to_save:
             self.model.architecture.saved_modules(self.modules_to_save)
         if self.optimizer_in_backward and self.grad_accum > 1:
-            raise ValueError(
+            raise PlanError(
                 "optimizer_in_backward steps each parameter as its gradient arrives: "
                 "gradient accumulation (grad_accum > 1) is impossible with it"
             )
         if self.optimizer_in_backward and self.offload is not Offload.none:
-            raise ValueError("optimizer_in_backward runs the step on the GPU: no offload")
+            raise PlanError("optimizer_in_backward runs the step on the GPU: no offload")
         if self.activation_offload and self.checkpointing is not Checkpointing.full:
-            raise ValueError(
+            raise PlanError(
                 "activation_offload moves the checkpointed layer inputs: it needs "
                 "checkpointing full"
             )

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from memtui.errors import PlanError
+
 GB = 10**9
 GiB = 2**30
 MiB = 2**20
@@ -35,10 +37,10 @@ def _number(
     """The whole number `sign mantissa e exponent x scale`; float's own parser turns an
     exponent past its range into inf (never int ** n, which overflows converting back)."""
     if sign == "-" and float(mantissa) != 0:
-        raise ValueError(f"{text!r} is negative; use a positive {what}")
+        raise PlanError(f"{text!r} is negative", hint=f"use a positive {what}")
     value = float(f"{mantissa}e{exponent or 0}") * scale
     if not math.isfinite(value):
-        raise ValueError(f"{text!r} is too large for a {what}")
+        raise PlanError(f"{text!r} is too large for a {what}")
     return round(value)
 
 
@@ -46,7 +48,7 @@ def parse_size(text: str) -> int:
     """'80GB' -> 80e9, '80GiB' -> 80*2^30, '81559MiB' -> bytes; a bare number is bytes."""
     match = re.fullmatch(_NUMBER + r"\s*([kmgt]i?b|b)?", text.strip().lower())
     if not match:
-        raise ValueError(f"{text!r} is not a size; use e.g. 80GB, 80GiB or 81559MiB")
+        raise PlanError(f"{text!r} is not a size", hint="use e.g. 80GB, 80GiB or 81559MiB")
     sign, mantissa, exponent, unit = match.groups()
     return _number(text, "size", sign, mantissa, exponent, _SIZE_UNITS[unit or ""])
 
@@ -55,7 +57,7 @@ def parse_count(text: str) -> int:
     """'13B' -> 13e9, '13e9' -> 13e9, '6.7b' -> 6.7e9, '125M' -> 125e6."""
     match = re.fullmatch(_NUMBER + r"\s*([kmbt])?", text.strip().lower())
     if not match:
-        raise ValueError(f"{text!r} is not a parameter count; use e.g. 13B, 13e9 or 125M")
+        raise PlanError(f"{text!r} is not a parameter count", hint="use e.g. 13B, 13e9 or 125M")
     sign, mantissa, exponent, suffix = match.groups()
     return _number(text, "count", sign, mantissa, exponent, _COUNT_SUFFIXES[suffix or ""])
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memtui.errors import MemtuiError
 
-class Unsupported(ValueError):
+
+class Unsupported(MemtuiError):
     """The plan asks for something that cannot run here (a CUDA-only optimizer, QLoRA)."""
 
 

@@ -97,21 +97,21 @@ def load_plan(path: str | Path) -> Plan:
     model = data.pop("model", None)
     try:
         if not isinstance(model, dict):
-            raise ValueError("[model] table missing: give ref = 'catalog id or path'")
+            raise UsageError("[model] table missing: give ref = 'catalog id or path'")
         unknown = sorted(set(model) - {"ref", "parameters", "name"})
         if unknown:
-            raise ValueError(f"[model] has no key {unknown[0]!r} (keys: ref, parameters, name)")
+            raise UsageError(f"[model] has no key {unknown[0]!r} (keys: ref, parameters, name)")
         if "ref" in model:
             spec = load_model(_beside(str(model["ref"]), source.parent))
         elif "parameters" in model:
             count = model["parameters"]
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ValueError(
+                raise UsageError(
                     f"model.parameters: must be a whole number of at least 1, got {count!r}"
                 )
             spec = ModelSpec.from_parameters(count, model.get("name"))
         else:
-            raise ValueError("[model] needs ref = '...' or parameters = N")
+            raise UsageError("[model] needs ref = '...' or parameters = N")
         return Plan(**data, model=spec)
     except (ValidationError, ModelConfigError, ValueError, TypeError) as err:
         raise UsageError(f"--plan {source}: {one_line(err)}") from None

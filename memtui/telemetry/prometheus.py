@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memtui.errors import SourceError
 from memtui.telemetry.models import (
     ClusterSnapshot,
     DeviceSnapshot,
@@ -105,12 +106,12 @@ def _split_top(text: str) -> list[str]:
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"unbalanced ']' in host list {text!r}")
+                raise SourceError(f"unbalanced ']' in host list {text!r}")
         elif ch == "," and depth == 0:
             items.append(text[start:i])
             start = i + 1
     if depth:
-        raise ValueError(f"unbalanced '[' in host list {text!r}")
+        raise SourceError(f"unbalanced '[' in host list {text!r}")
     items.append(text[start:])
     return [item.strip() for item in items if item.strip()]
 
@@ -125,7 +126,7 @@ def _expand_item(item: str) -> list[str]:
     for part in body.split(","):
         low, _, high = part.strip().partition("-")
         if not low.isdigit() or (high and not high.isdigit()):
-            raise ValueError(f"bad range {part!r} in host list {item!r}")
+            raise SourceError(f"bad range {part!r} in host list {item!r}")
         width = len(low)
         for n in range(int(low), int(high or low) + 1):
             out.extend(head + str(n).zfill(width) + rest for rest in _expand_item(tail))
@@ -186,14 +187,14 @@ class PrometheusSource:
     ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"--prometheus {url}: give an http:// or https:// URL")
+            raise SourceError(f"--prometheus {url}: give an http:// or https:// URL")
         if parts.username or parts.password:
-            raise ValueError(
+            raise SourceError(
                 "--prometheus: credentials do not belong on the command line; use "
                 f"--basic-auth-file or ${BASIC_AUTH_ENV}"
             )
         if job is not None and not _JOB_ID.fullmatch(job):
-            raise ValueError(f"--job {job!r}: not a Slurm job id")
+            raise SourceError(f"--job {job!r}: not a Slurm job id")
         self.url = url.rstrip("/")
         self.info = SourceInfo(
             SourceKind.PROMETHEUS,
@@ -664,12 +665,12 @@ def authorization(
         token = environ.get(TOKEN_ENV) or None
         basic = environ.get(BASIC_AUTH_ENV) or None
     if token is not None and basic is not None:
-        raise ValueError("give a bearer token or basic auth, not both")
+        raise SourceError("give a bearer token or basic auth, not both")
     if token is not None:
         return f"Bearer {token.strip()}"
     if basic is not None:
         if ":" not in basic:
-            raise ValueError("basic auth must read user:password")
+            raise SourceError("basic auth must read user:password")
         return "Basic " + base64.b64encode(basic.strip().encode()).decode()
     return None
 
@@ -679,7 +680,7 @@ def _secret(path: str, flag: str) -> str:
         with open(path, encoding="utf-8") as file:
             return file.read().strip()
     except OSError as err:
-        raise ValueError(f"{flag} {path}: {err.strerror or err}") from None
+        raise SourceError(f"{flag} {path}: {err.strerror or err}") from None
 
 
 def slurm_job(job: str) -> tuple[list[str], float | None]:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memtui.errors import SourceError
 from memtui.telemetry.source import BoundedSource, SourceKind, TelemetrySource, parse_only
 
 
@@ -58,7 +59,7 @@ def _open_demo(options: Any) -> TelemetrySource:
     try:
         return SyntheticSource(_option(options, "demo_gpus", 8), **kwargs)
     except ValueError as err:
-        raise ValueError(f"--demo: {err}") from None
+        raise SourceError(f"--demo: {err}") from None
 
 
 def _open_prometheus(options: Any) -> TelemetrySource:

@@ -16,6 +16,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
+from memtui.errors import SourceError
 from memtui.telemetry.models import DeviceSnapshot, NodeSnapshot, ProcessSnapshot
 from memtui.telemetry.source import SourceInfo, SourceKind, select_devices
 
@@ -63,15 +64,15 @@ class SyntheticSource:
         only: Sequence[str] = (),
     ) -> None:
         if not 1 <= gpus <= MAX_GPUS:
-            raise ValueError(f"a synthetic node has 1 to {MAX_GPUS} GPUs, not {gpus}")
+            raise SourceError(f"a synthetic node has 1 to {MAX_GPUS} GPUs, not {gpus}")
         if total_bytes <= _CONTEXT_BYTES + _RESERVED_BYTES:
-            raise ValueError(f"total_bytes={total_bytes} is too small for a GPU")
+            raise SourceError(f"total_bytes={total_bytes} is too small for a GPU")
         self.gpus = gpus
         self.card = card
         self.total_bytes = total_bytes
         self.budget_bytes = budget_bytes if budget_bytes is not None else int(total_bytes * 0.85)
         if not _CONTEXT_BYTES < self.budget_bytes <= total_bytes - _RESERVED_BYTES:
-            raise ValueError(
+            raise SourceError(
                 f"budget_bytes={self.budget_bytes} must lie between a CUDA context "
                 f"({_CONTEXT_BYTES}) and the card's usable memory"
             )
