@@ -29,20 +29,20 @@ from memtui.telemetry import (
 )
 from memtui.ui import plan_edits
 from memtui.ui.alerts import AlertTracker, Notice
-from memtui.ui.communication import CommunicationLine, CommunicationView
 from memtui.ui.fit import fit_plan
-from memtui.ui.footer import KeyFooter
-from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import JobKeys
-from memtui.ui.lever_list import LeverList, LeverView
 from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
 from memtui.ui.poller import Poller
-from memtui.ui.process_table import ProcessTable, ProcessView
-from memtui.ui.settings_panel import SettingsPanel
-from memtui.ui.status_line import StatusLine, StatusView
-from memtui.ui.strategy_table import StrategyTable, StrategyView
 from memtui.ui.units import UNITS
+from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
+from memtui.ui.widgets.footer import KeyFooter
+from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
+from memtui.ui.widgets.lever_list import LeverList, LeverView
+from memtui.ui.widgets.process_table import ProcessTable, ProcessView
+from memtui.ui.widgets.settings_panel import SettingsPanel
+from memtui.ui.widgets.status_line import StatusLine, StatusView
+from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100

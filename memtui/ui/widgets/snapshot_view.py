@@ -9,7 +9,7 @@ from textual.reactive import reactive
 
 from memtui.forensics.compare import PlanComparison
 from memtui.forensics.model import FileSummary
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
