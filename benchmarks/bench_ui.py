@@ -215,7 +215,7 @@ async def key_latency(presses: int) -> tuple[list[float], list[float]]:
     from memtui.estimator.model_source import load_model
     from memtui.telemetry import SyntheticSource
     from memtui.ui import make_app
-    from memtui.ui.gpu_panel import GpuPanel
+    from memtui.ui.widgets.gpu_panel import GpuPanel
 
     plan = Plan(model=load_model("meta-llama/Llama-2-7b-hf"))
     app = make_app(plan, SyntheticSource(8, seed=0), interval=1.0)

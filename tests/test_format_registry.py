@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_helpers import llama_plan, screen_of, wait_for
+from ui_helpers import llama_plan, wait_for
 
 from memtui.cli import main
 from memtui.estimator.choices import StackName
@@ -133,7 +133,9 @@ async def test_the_dashboard_exports_a_stack_launched_with_it(
         written = tmp_path / "memtui-throwaway.throwaway"
         await wait_for(pilot, written.exists)
         assert written.read_text().startswith("throwaway_micro_batch: 2\n")
-        screen_of(app).plan = plan.evolve(stack=StackName.generic)
+    generic = make_app(plan.evolve(stack=StackName.generic), None, save_path=tmp_path / "p.toml")
+    monkeypatch.setattr(generic, "notify", lambda message, **_: said.append(str(message)))
+    async with generic.run_test(size=(160, 40)) as pilot:
         await pilot.press("e")
         await wait_for(pilot, lambda: any("no config format" in s for s in said))
     assert any(s.endswith("choose torchtune, fsdp2, fsdp1, deepspeed, trainer or litgpt")

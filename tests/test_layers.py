@@ -192,7 +192,6 @@ def test_the_checker_catches_each_kind_of_violation(tmp_path: Path) -> None:
     assert "measure.step" not in found
 
 
-@pytest.mark.xfail(strict=True, reason="memtui/ui's cycles go with its rewrite")
 def test_memtui_has_no_import_cycle() -> None:
     assert cycles(module_graph(PACKAGE)) == []
 

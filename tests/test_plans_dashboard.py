@@ -16,7 +16,7 @@ from ui_helpers import budget_total, llama_plan, screen_of, text_of, wait_for
 from memtui.estimator import estimate
 from memtui.telemetry.nvml import NvmlSource
 from memtui.ui import make_app
-from memtui.ui.gpu_panel import GpuPanel
+from memtui.ui.widgets.gpu_panel import GpuPanel
 
 CONFIGS = Path(__file__).resolve().parent / "plans_configs"
 

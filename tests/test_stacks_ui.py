@@ -13,8 +13,8 @@ from memtui.estimator import StackName, Strategy
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.telemetry import ReplaySource
 from memtui.ui import make_app
-from memtui.ui.settings_panel import SettingsPanel
-from memtui.ui.strategy_table import StrategyTable
+from memtui.ui.widgets.settings_panel import SettingsPanel
+from memtui.ui.widgets.strategy_table import StrategyTable
 
 
 @pytest.fixture

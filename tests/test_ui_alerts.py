@@ -24,8 +24,8 @@ from ui_helpers import (
 from memtui.estimator import Strategy
 from memtui.telemetry import BoundedSource, NvmlSource, ReplaySource, SourceState
 from memtui.ui import make_app
-from memtui.ui.gpu_row import GpuRow
 from memtui.ui.gpu_state import RowStatus
+from memtui.ui.widgets.gpu_row import GpuRow
 
 
 def _record_notifications(app: Any) -> list[str]:

@@ -23,7 +23,7 @@ from ui_helpers import (
 from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
 from memtui.telemetry import NvmlSource, ReplaySource
 from memtui.ui import make_app
-from memtui.ui.settings_panel import SettingsPanel
+from memtui.ui.widgets.settings_panel import SettingsPanel
 
 
 def help_text(app: Any) -> str:

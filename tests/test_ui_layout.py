@@ -13,9 +13,9 @@ from ui_helpers import demo_source, llama_plan, screen_of, text_of, wait_for, wr
 
 from memtui.telemetry import ReplaySource
 from memtui.ui import make_app
-from memtui.ui.bar import MARK
-from memtui.ui.gpu_panel import GpuPanel
-from memtui.ui.process_table import ProcessTable
+from memtui.ui.widgets.bar import MARK
+from memtui.ui.widgets.gpu_panel import GpuPanel
+from memtui.ui.widgets.process_table import ProcessTable
 
 GiB = 1024**3
 
@@ -111,8 +111,8 @@ async def test_tp_traffic_and_strategies_a_plan_cannot_run_are_said_on_screen() 
     Llama-2-7B at tp 2: 32 layers x 4 all-reduces of 4096 x 4096 x 2 B), and a strategy the
     plan cannot run reads n/a, not 0 and 'no'."""
     from memtui.estimator import Offload, Strategy
-    from memtui.ui.communication import CommunicationLine
-    from memtui.ui.strategy_table import StrategyTable
+    from memtui.ui.widgets.communication import CommunicationLine
+    from memtui.ui.widgets.strategy_table import StrategyTable
 
     plan = llama_plan().evolve(tp=2, strategy=Strategy.zero3, offload=Offload.params)
     app = make_app(plan)

@@ -392,11 +392,11 @@ async def test_theme_switch_recolours_every_widget() -> None:
     """After `t`, no widget keeps a colour of the dark theme that the light one changes."""
     from ui_helpers import colours_in
 
-    from memtui.ui.gpu_panel import GpuPanel
-    from memtui.ui.lever_list import LeverList
-    from memtui.ui.status_line import StatusLine
-    from memtui.ui.strategy_table import StrategyTable
     from memtui.ui.themes import load_themes
+    from memtui.ui.widgets.gpu_panel import GpuPanel
+    from memtui.ui.widgets.lever_list import LeverList
+    from memtui.ui.widgets.status_line import StatusLine
+    from memtui.ui.widgets.strategy_table import StrategyTable
 
     themes = {t.name: t for t in load_themes([REPO / "themes"]).themes}
     light = themes["memtui-light"]
@@ -521,7 +521,7 @@ async def test_save_key_writes_the_save_path_and_says_where(tmp_path: Path) -> N
         assert source.read_text().startswith("# my notes\n")
         from ui_helpers import region_text
 
-        from memtui.ui.status_line import StatusLine
+        from memtui.ui.widgets.status_line import StatusLine
 
         def status() -> str:
             return "".join(region_text(app, app.screen.query_one(StatusLine)).split())

@@ -25,8 +25,8 @@ from memtui.telemetry import FirstPoll, NodeSnapshot, ReplaySource, SourceState,
 from memtui.telemetry.models import failed_snapshot
 from memtui.telemetry.nvml import NVML_INFO
 from memtui.ui import make_app
-from memtui.ui.gpu_row import GpuRow
-from memtui.ui.status_line import StatusLine
+from memtui.ui.widgets.gpu_row import GpuRow
+from memtui.ui.widgets.status_line import StatusLine
 
 NO_DRIVER = "NVML not found (no libnvidia-ml.so.1): no NVIDIA driver on this machine"
 

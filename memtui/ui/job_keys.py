@@ -1,5 +1,5 @@
-"""The dashboard's attach and export keys: `j` plans from the training job running on the GPUs,
-`e` writes the plan as the config its stack is launched with.
+"""The dashboard's attach, export and save keys: `j` plans from the training job running on the
+GPUs, `e` writes the plan as the config its stack is launched with, `w` saves it as memtui's TOML.
 
 After each poll whose GPU processes changed, the jobs behind them are looked for in a thread
 (memtui.plans.attach: psutil reads command lines, working folders, environments) and the
@@ -8,134 +8,165 @@ it") or why nothing was ("no training job recognised: pid 5150: not visible here
 PID namespace...)"). `j` reads that job's config files into a plan (the bars then compare
 the job with its own budget); `e` writes the plan beside the save file under a new name,
 never over an existing one.
+
+Nothing here reads or writes the screen: `JobWatch` keeps what the last look found, `export_of`
+renders an export, and the thread workers (`look_for_jobs`, `plan_from_job`, `write_export`,
+`write_plan`) get what they need as arguments and post their answer as a message
+(memtui/ui/messages.py), which the screen handles.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual.message import Message
+
 from memtui.errors import MemtuiError
+from memtui.telemetry import ClusterSnapshot, SourceKind, TelemetrySource
+from memtui.ui.alerts import Notice
+from memtui.ui.messages import ExportWritten, JobPlanned, JobsFound, PlanSaved, Work, WorkFailed
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan
     from memtui.plans.attach import Found, Job
     from memtui.plans.imports import Imported
-    from memtui.telemetry import ClusterSnapshot
-    from memtui.ui.screen import DashboardScreen
+
+#: How a worker hands its answer to the screen: the screen's `post_message` (thread-safe).
+Post = Callable[[Message], object]
 
 
-class JobKeys:
-    """The screen's attach and export, kept apart from its layout."""
+class JobWatch:
+    """The jobs on the GPUs as last looked for, and the status line's word on them."""
 
-    def __init__(self, screen: DashboardScreen) -> None:
-        self.screen = screen
+    def __init__(self) -> None:
         self.found: Found | None = None
+        """The last look's answer (None until looked for)."""
         self.line: str | None = None
         """The status line's word on the jobs (None until looked for)."""
         self._pids: frozenset[int] | None = None
 
-    def seen(self, snapshot: ClusterSnapshot) -> None:
-        """A poll arrived: look for jobs again when its GPU processes changed."""
-        from memtui.telemetry import SourceKind
-
-        source = self.screen.source
+    def to_look_for(
+        self, snapshot: ClusterSnapshot, source: TelemetrySource | None
+    ) -> dict[int, set[str]] | None:
+        """The GPU processes of `snapshot` (PID -> the GPUs it is on) when they changed since
+        the last look; None when there is nothing new to look for."""
         if source is None or source.info.kind is not SourceKind.NVML:
-            return  # a demo's, a replay's or a cluster's PIDs are no processes of this machine
+            return None  # a demo's, a replay's or a cluster's PIDs are no processes of this machine
         from memtui.plans.attach import pids_on_gpus
 
         pids = pids_on_gpus(snapshot)
         if frozenset(pids) == self._pids:
-            return
+            return None
         self._pids = frozenset(pids)
-        self.screen.run_worker(lambda: self._look(pids), thread=True, exclusive=True,
-                               group="jobs")  # fmt: skip
+        return pids
 
-    def _look(self, pids: dict[int, set[str]]) -> None:
-        from memtui.plans.attach import find_jobs
-
-        found = find_jobs(pids)
-        self.screen.app.call_from_thread(self._show, found)
-
-    def _show(self, found: Found) -> None:
+    def take(self, found: Found) -> None:
+        """A look answered: the status line offers its first job."""
         self.found = found
         self.line = found.summary + (" - j: plan from it" if found.jobs else "")
-        self.screen.refresh_status()
 
-    def attach(self) -> None:
-        """`j`: the plan the first job on the GPUs was launched with."""
+    def first_job(self) -> Job | Notice:
+        """`j`'s job: the first one on the GPUs, or why there is none."""
         if self.found is None or not self.found.jobs:
             why = self.found.summary if self.found is not None else "no GPU processes seen yet"
-            self.screen.notify(why, title="Attach", severity="warning")
-            return
-        job, plan = self.found.jobs[0], self.screen.plan
-        self.screen.run_worker(lambda: self._plan(job, plan), thread=True, exclusive=True,
-                               group="attach")  # fmt: skip
+            return Notice(why, title="Attach", severity="warning")
+        return self.found.jobs[0]
 
-    def _plan(self, job: Job, base: Plan) -> None:
-        from memtui.plans.attach import plan_for
-
-        try:
-            plan, imported = plan_for(job, base)
-        except MemtuiError as err:
-            self.screen.app.call_from_thread(
-                self.screen.notify, f"{job.label}: {err}", title="Attach", severity="error"
-            )
-            return
-        self.screen.app.call_from_thread(self._attached, job, plan, imported)
-
-    def _attached(self, job: Job, plan: Plan, imported: Imported) -> None:
-        self.screen.plan = plan
-        if self.screen.plan is plan:
-            self.line = f"plan from {job.label}"
-            assumed = f"; {len(imported.assumptions)} assumptions" if imported.assumptions else ""
-            self.screen.notify(
-                f"plan from {job.launch.label}: {len(imported.provenance)} settings from its "
-                f"files{assumed}",
-                title="Attached",
-            )
-            self.screen.refresh_status()
-
-    def export(self) -> None:
-        """`e`: the plan as its stack's config, beside the save file, under a new name."""
-        from memtui.plans.formats import FORMATS, spoken
-
-        plan = self.screen.plan
-        fmt = FORMATS.launched_with(plan.stack)
-        if fmt is None:
-            stacks = spoken([stack.value for f in FORMATS for stack in f.launches])
-            self.screen.notify(
-                f"no config format for the {plan.stack.value} stack: choose {stacks}",
-                title="Export",
-                severity="warning",
-            )
-            return
-        try:
-            text = fmt.export(plan)
-        except MemtuiError as err:
-            self.screen.notify(str(err), title="Export", severity="error")
-            return
-        folder = self.screen.save_path.parent
-        self.screen.run_worker(lambda: self._write(folder, fmt.name, fmt.suffix, text),
-                               thread=True, group="export")  # fmt: skip
-
-    def _write(self, folder: Path, fmt: str, suffix: str, text: str) -> None:
-        from memtui.plans.files import write_atomic
-
-        number = 1
-        while True:  # a new name: an export never replaces a file
-            name = f"memtui-{fmt}{suffix}" if number == 1 else f"memtui-{fmt}-{number}{suffix}"
-            path = folder / name
-            if not path.exists():
-                break
-            number += 1
-        try:
-            written = write_atomic(path, text)
-        except OSError as err:
-            self.screen.app.call_from_thread(
-                self.screen.notify, f"cannot write {path}: {err}", title="Export", severity="error"
-            )
-            return
-        self.screen.app.call_from_thread(
-            self.screen.notify, f"{fmt} config written to {written.resolve()}", title="Exported"
+    def attached(self, job: Job, imported: Imported) -> Notice:
+        """The screen took `job`'s plan: the status line says so; what to notify."""
+        self.line = f"plan from {job.label}"
+        assumed = f"; {len(imported.assumptions)} assumptions" if imported.assumptions else ""
+        return Notice(
+            f"plan from {job.launch.label}: {len(imported.provenance)} settings from its "
+            f"files{assumed}",
+            title="Attached",
+            severity="information",
         )
+
+
+@dataclass(frozen=True)
+class Export:
+    """A plan rendered as the config its stack is launched with, to be written."""
+
+    fmt: str
+    suffix: str
+    text: str
+
+
+def export_of(plan: Plan) -> Export | Notice:
+    """`e`'s config for `plan`, or why there is none (rendering is quick and pure: the event
+    loop does it; only the write goes to a thread)."""
+    from memtui.plans.formats import FORMATS, spoken
+
+    fmt = FORMATS.launched_with(plan.stack)
+    if fmt is None:
+        stacks = spoken([stack.value for f in FORMATS for stack in f.launches])
+        return Notice(
+            f"no config format for the {plan.stack.value} stack: choose {stacks}",
+            title="Export",
+            severity="warning",
+        )
+    try:
+        text = fmt.export(plan)
+    except MemtuiError as err:
+        return Notice(str(err), title="Export", severity="error")
+    return Export(fmt.name, fmt.suffix, text)
+
+
+# -- thread workers: each posts one message ----------------------------------------------
+
+
+def look_for_jobs(post: Post, pids: dict[int, set[str]]) -> None:
+    """The jobs behind `pids` (PID -> GPUs), as `JobsFound`."""
+    from memtui.plans.attach import find_jobs
+
+    post(JobsFound(find_jobs(pids)))
+
+
+def plan_from_job(post: Post, job: Job, base: Plan) -> None:
+    """The plan `job` was launched with, over `base`, as `JobPlanned` (its files are read)."""
+    from memtui.plans.attach import plan_for
+
+    try:
+        plan, imported = plan_for(job, base)
+    except MemtuiError as err:
+        post(WorkFailed(Work.ATTACH, f"{job.label}: {err}"))
+        return
+    post(JobPlanned(job, plan, imported))
+
+
+def write_export(post: Post, export: Export, folder: Path) -> None:
+    """`export` written in `folder` under a new name, as `ExportWritten`."""
+    from memtui.plans.files import write_atomic
+
+    fmt, suffix = export.fmt, export.suffix
+    number = 1
+    while True:  # a new name: an export never replaces a file
+        name = f"memtui-{fmt}{suffix}" if number == 1 else f"memtui-{fmt}-{number}{suffix}"
+        path = folder / name
+        if not path.exists():
+            break
+        number += 1
+    try:
+        written = write_atomic(path, export.text)
+    except OSError as err:
+        post(WorkFailed(Work.EXPORT, f"cannot write {path}: {err}"))
+        return
+    post(ExportWritten(fmt, written.resolve()))
+
+
+def write_plan(post: Post, plan: Plan, path: Path) -> None:
+    """`plan` saved to `path` as memtui's TOML, as `PlanSaved` (file I/O and fsync here, off
+    the event loop)."""
+    from memtui.plans.memtui_toml import save_plan
+
+    try:
+        written = save_plan(plan, path)
+    except OSError as err:
+        post(WorkFailed(Work.SAVE, f"cannot save {path}: {err}"))
+        return
+    # the whole path: a relative one does not say which folder
+    post(PlanSaved(written.resolve()))

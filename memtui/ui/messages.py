@@ -1,10 +1,21 @@
-"""Messages posted up to the dashboard screen (attributes down, messages up)."""
+"""Messages posted up to the dashboard screen (attributes down, messages up): by its widgets,
+and by the thread workers of the poller and of memtui/ui/job_keys.py, which hand the screen
+their results this way rather than touch its state."""
 
 from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from memtui.telemetry import ClusterSnapshot
+
+if TYPE_CHECKING:  # the attach and import layers load only when a job is looked for
+    from memtui.estimator import Plan
+    from memtui.plans.attach import Found, Job
+    from memtui.plans.imports import Imported
 
 
 class TelemetryArrived(Message):
@@ -33,3 +44,55 @@ class StepSetting(Message):
 
 class PickModel(Message):
     """The settings panel asks for the model picker."""
+
+
+class Work(Enum):
+    """What a worker was doing when it failed; the value titles the notification."""
+
+    ATTACH = "Attach"
+    EXPORT = "Export"
+    SAVE = "Save"
+
+
+class WorkFailed(Message):
+    """A worker could not finish (`reason`: one line); the screen says so and keeps its plan."""
+
+    def __init__(self, work: Work, reason: str) -> None:
+        super().__init__()
+        self.work = work
+        self.reason = reason
+
+
+class JobsFound(Message):
+    """The jobs behind the GPU processes of a poll were looked for (`memtui.plans.attach`)."""
+
+    def __init__(self, found: Found) -> None:
+        super().__init__()
+        self.found = found
+
+
+class JobPlanned(Message):
+    """A job's config files were read into `plan`; the screen decides whether to take it."""
+
+    def __init__(self, job: Job, plan: Plan, imported: Imported) -> None:
+        super().__init__()
+        self.job = job
+        self.plan = plan
+        self.imported = imported
+
+
+class ExportWritten(Message):
+    """The plan was written as a config of format `fmt` to `path`."""
+
+    def __init__(self, fmt: str, path: Path) -> None:
+        super().__init__()
+        self.fmt = fmt
+        self.path = path
+
+
+class PlanSaved(Message):
+    """The plan was saved as memtui's TOML to `path`."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path

@@ -49,6 +49,10 @@ class Poller:
         worker = self._worker
         return worker is not None and not worker.is_finished
 
+    def gives_up(self, snapshot: ClusterSnapshot | None) -> bool:
+        """Whether polling again is pointless after `snapshot` (the source's say)."""
+        return snapshot is not None and self.source.info.gives_up(snapshot)
+
     def start(self, *, now: bool) -> None:
         """Start the timer; `now`: poll at once rather than after the first interval."""
         self._timer = self.owner.set_interval(self.interval, self.tick)

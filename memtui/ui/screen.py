@@ -4,15 +4,18 @@ State flows one way (docs/architecture.md, "Data flow"): a key or a settings mes
 frozen Plan -> `estimate` runs here, the only place the UI calls it -> every widget gets a new view.
 Telemetry comes from the `Poller` (a timer and a thread worker) as `TelemetryArrived` messages; the
 plan is sized to the GPUs found by `fit_plan`, and the notifications a poll raises are decided by
-the `AlertTracker`: the screen lays out, keeps state and shows.
+the `AlertTracker`. The attach, export and save keys run the workers of memtui/ui/job_keys.py,
+whose answers come back as messages too (`JobsFound`, `JobPlanned`, `ExportWritten`,
+`PlanSaved`, `WorkFailed`): the screen lays out, keeps state and shows.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -27,22 +30,38 @@ from memtui.telemetry import (
     SourceState,
     TelemetrySource,
 )
-from memtui.ui import plan_edits
 from memtui.ui.alerts import AlertTracker, Notice
-from memtui.ui.communication import CommunicationLine, CommunicationView
 from memtui.ui.fit import fit_plan
-from memtui.ui.footer import KeyFooter
-from memtui.ui.gpu_panel import GpuPanel, PanelView
 from memtui.ui.gpu_state import GpuHistory, RowStatus
-from memtui.ui.job_keys import JobKeys
-from memtui.ui.lever_list import LeverList, LeverView
-from memtui.ui.messages import PickModel, StepSetting, TelemetryArrived
+from memtui.ui.job_keys import (
+    JobWatch,
+    export_of,
+    look_for_jobs,
+    plan_from_job,
+    write_export,
+    write_plan,
+)
+from memtui.ui.messages import (
+    ExportWritten,
+    JobPlanned,
+    JobsFound,
+    PickModel,
+    PlanSaved,
+    StepSetting,
+    TelemetryArrived,
+    WorkFailed,
+)
+from memtui.ui.plan_edits import PlanEditError, step, with_model
 from memtui.ui.poller import Poller
-from memtui.ui.process_table import ProcessTable, ProcessView
-from memtui.ui.settings_panel import SettingsPanel
-from memtui.ui.status_line import StatusLine, StatusView
-from memtui.ui.strategy_table import StrategyTable, StrategyView
 from memtui.ui.units import UNITS
+from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
+from memtui.ui.widgets.footer import KeyFooter
+from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
+from memtui.ui.widgets.lever_list import LeverList, LeverView
+from memtui.ui.widgets.process_table import ProcessTable, ProcessView
+from memtui.ui.widgets.settings_panel import SettingsPanel
+from memtui.ui.widgets.status_line import StatusLine, StatusView
+from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
@@ -104,15 +123,8 @@ class DashboardScreen(Screen[None]):
                 tooltip="write the plan as its stack's config (DeepSpeed, accelerate...)"),
     ]  # fmt: skip
 
-    # the default is never used: __init__ sets the real plan before anything reads it
     # repaint=False throughout: the screen draws none of these itself (its widgets do, from
     # the views pushed down); a repainting reactive here redrew the whole screen on every key
-    plan: reactive[Plan] = reactive(
-        Plan.model_construct,  # type: ignore[arg-type]
-        init=False,
-        repaint=False,
-    )
-    """The current plan (frozen); replaced whole on every change."""
     report: reactive[Report | None] = reactive(None, init=False, repaint=False)
     """The estimator's report for `plan`."""
     snapshot: reactive[ClusterSnapshot | None] = reactive(None, init=False, repaint=False)
@@ -147,9 +159,14 @@ class DashboardScreen(Screen[None]):
         self._note: str | None = None
         self._ready = False  # children composed: views may be pushed down
         self._unfitted: Plan | None = None  # the plan as given, when compose fitted it
-        self.jobs = JobKeys(self)
-        """The attach (j) and export (e) keys, and the status line's word on the jobs."""
-        self.set_reactive(DashboardScreen.plan, plan)
+        self.jobs = JobWatch()
+        """The jobs on the GPUs, for the attach key (j) and the status line."""
+        self._plan = plan
+
+    @property
+    def plan(self) -> Plan:
+        """The current plan (frozen); replaced whole, by `_adopt`, on every change."""
+        return self._plan
 
     # -- layout --------------------------------------------------------------------
 
@@ -162,8 +179,7 @@ class DashboardScreen(Screen[None]):
             self._take(first)
             fitted = self._fitted_plan(first)
             if fitted is not None and fitted != self.plan:
-                self._unfitted = self.plan
-                self.set_reactive(DashboardScreen.plan, fitted)  # estimated once, in on_mount
+                self._unfitted, self._plan = self.plan, fitted  # estimated once, in on_mount
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
         # wide: settings and strategies on the left, GPUs, processes, levers on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
@@ -193,7 +209,7 @@ class DashboardScreen(Screen[None]):
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
         self._recompute(previous=self._unfitted)
-        if self.poller is not None and not self._gave_up(self.snapshot):
+        if self.poller is not None and not self.poller.gives_up(self.snapshot):
             # no answer taken at compose: poll now, not in a second
             self.poller.start(now=self.polls == 0)
 
@@ -218,32 +234,41 @@ class DashboardScreen(Screen[None]):
 
     # -- plan -> report -> widgets -------------------------------------------------
 
-    def watch_plan(self, old: Plan, new: Plan) -> None:
-        self._recompute(previous=old)
-
     def watch_unit(self) -> None:
         self._push_plan()
         self._push_telemetry()
 
-    def _recompute(self, previous: Plan | None = None) -> None:
+    def _adopt(self, plan: Plan) -> bool:
+        """Make `plan` the current plan; False when the estimator refused it (the previous
+        one stays, and the screen said why)."""
+        if plan == self._plan:
+            return True
+        previous, self._plan = self._plan, plan
+        return self._recompute(previous)
+
+    def _recompute(self, previous: Plan | None = None) -> bool:
+        """Estimate the current plan and push every view down; False when the estimator
+        refused it and `previous` was put back."""
         # the one place the UI calls the estimator:
         # docs/architecture.md, "One call to the estimator in the UI"
+        accepted = True
         try:
-            report = estimate(self.plan)
+            report = estimate(self._plan)
         except ValueError as err:
             # a plan the estimator cannot size (a bug in a validator upstream): keep the last
             # good one on screen and say why, never a traceback on the event loop
             if previous is None:
                 raise
-            self.set_reactive(DashboardScreen.plan, previous)
+            self._plan, accepted = previous, False
             self.notify(f"kept the previous plan: {err}", title="Not changed", severity="error")
             if self.report is not None:
-                return
+                return accepted
             report = estimate(previous)  # the plan fitted at start-up: fall back to the given
         self.report = report
         self._reclassify()
         self._push_plan()
         self._push_telemetry()
+        return accepted
 
     def _push_plan(self) -> None:
         report, unit = self.report, self.unit
@@ -279,18 +304,15 @@ class DashboardScreen(Screen[None]):
     def action_step(self, key: str, direction: int) -> None:
         """Move one setting one step; an impossible value is said, not applied."""
         try:
-            self.plan = plan_edits.step(self.plan, key, direction)
-        except plan_edits.PlanEditError as err:
+            self._adopt(step(self.plan, key, direction))
+        except PlanEditError as err:
             self._show(self.alerts.refused(str(err)))
 
     @on(StepSetting)
     def _on_step(self, message: StepSetting) -> None:
         self.action_step(message.key, message.direction)
 
-    @on(PickModel)
-    def _on_pick(self) -> None:
-        self.action_pick_model()
-
+    @on(PickModel)  # the settings panel's model row, as the `/` key
     def action_pick_model(self) -> None:
         # imported on the first `/`: the first frame does not need the picker
         from memtui.ui.model_picker import ModelPicker
@@ -299,8 +321,8 @@ class DashboardScreen(Screen[None]):
             if spec is None:
                 return
             try:
-                self.plan = plan_edits.with_model(self.plan, spec)
-            except plan_edits.PlanEditError as err:
+                self._adopt(with_model(self.plan, spec))
+            except PlanEditError as err:
                 self.notify(f"kept {self.plan.model.name}: {err}", title="Not changed",
                             severity="warning")  # fmt: skip
 
@@ -321,38 +343,54 @@ class DashboardScreen(Screen[None]):
         self.expand_hosts = not self.expand_hosts
         self._push_telemetry()
 
+    # -- the attach, export and save keys: thread workers, answered by messages -------
+
     def action_attach_job(self) -> None:
-        self.jobs.attach()
+        """`j`: the plan the first job on the GPUs was launched with."""
+        job = self.jobs.first_job()
+        if isinstance(job, Notice):
+            self._show(job)
+            return
+        self.run_worker(partial(plan_from_job, self.post_message, job, self.plan),
+                        thread=True, exclusive=True, group="attach")  # fmt: skip
 
     def action_export_plan(self) -> None:
-        self.jobs.export()
-
-    def refresh_status(self) -> None:
-        """Redraw the status line (and the rest of the telemetry views)."""
-        self._push_telemetry()
+        """`e`: the plan as its stack's config, beside the save file, under a new name."""
+        export = export_of(self.plan)
+        if isinstance(export, Notice):
+            self._show(export)
+            return
+        self.run_worker(partial(write_export, self.post_message, export, self.save_path.parent),
+                        thread=True, group="export")  # fmt: skip
 
     def action_save_plan(self) -> None:
-        self._save(self.plan, self.save_path)
+        self.run_worker(partial(write_plan, self.post_message, self.plan, self.save_path),
+                        thread=True, exclusive=True, group="save")  # fmt: skip
 
-    @work(thread=True, exclusive=True, group="save")
-    def _save(self, plan: Plan, path: Path) -> None:
-        # file I/O (and fsync) off the event loop
-        from memtui.plans.memtui_toml import save_plan
+    @on(JobsFound)
+    def _on_jobs_found(self, message: JobsFound) -> None:
+        self.jobs.take(message.found)
+        self._push_telemetry()  # the status line's word on the jobs
 
-        try:
-            written = save_plan(plan, path)
-        except OSError as err:
-            self.app.call_from_thread(
-                self.notify, f"cannot save {path}: {err}", title="Save", severity="error"
-            )
-            return
-        self.app.call_from_thread(self._saved, written)
+    @on(JobPlanned)
+    def _on_job_planned(self, message: JobPlanned) -> None:
+        if self._adopt(message.plan):
+            self._show(self.jobs.attached(message.job, message.imported))
+            self._push_telemetry()
 
-    def _saved(self, path: Path) -> None:
-        where = path.resolve()  # the whole path: a relative one does not say which folder
-        self._note = f"plan saved to {where}"
-        self.notify(f"plan saved to {where}", title="Saved")
+    @on(ExportWritten)
+    def _on_export_written(self, message: ExportWritten) -> None:
+        self.notify(f"{message.fmt} config written to {message.path}", title="Exported")
+
+    @on(PlanSaved)
+    def _on_plan_saved(self, message: PlanSaved) -> None:
+        self._note = f"plan saved to {message.path}"
+        self.notify(self._note, title="Saved")
         self._push_telemetry()
+
+    @on(WorkFailed)
+    def _on_work_failed(self, message: WorkFailed) -> None:
+        self.notify(message.reason, title=message.work.value, severity="error")
 
     # -- telemetry -----------------------------------------------------------------
 
@@ -375,19 +413,15 @@ class DashboardScreen(Screen[None]):
     def _on_telemetry(self, message: TelemetryArrived) -> None:
         snapshot = message.snapshot
         self._take(snapshot)
-        self.jobs.seen(snapshot)
+        pids = self.jobs.to_look_for(snapshot, self.source)
+        if pids is not None:
+            self.run_worker(partial(look_for_jobs, self.post_message, pids), thread=True,
+                            exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
-        if fitted is not None and fitted != self.plan:
-            self.plan = fitted  # watch_plan: one estimate, then every widget with this poll
-            if self.plan == fitted:
-                return
+        if fitted is not None and fitted != self.plan and self._adopt(fitted):
+            return  # estimated: every widget already has this poll
         self._reclassify()
         self._push_telemetry()
-
-    def _gave_up(self, snapshot: ClusterSnapshot | None) -> bool:
-        """Whether polling again is pointless after `snapshot` (the source's say)."""
-        source = self.source
-        return snapshot is not None and source is not None and source.info.gives_up(snapshot)
 
     def _take(self, snapshot: ClusterSnapshot) -> None:
         """Keep a poll's answer (history, snapshot, mode); draws nothing."""
@@ -402,7 +436,7 @@ class DashboardScreen(Screen[None]):
                 self.poller = None
             self.snapshot = None
             return
-        if self._gave_up(snapshot) and self.poller is not None:
+        if self.poller is not None and self.poller.gives_up(snapshot):
             self.poller.stop()  # e.g. a replay that ended: keep its last frame on screen
         self.history.record(snapshot)
         self.snapshot = snapshot

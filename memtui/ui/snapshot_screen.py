@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input, Static
 from memtui.estimator import Plan
 from memtui.forensics.compare import PlanComparison
 from memtui.forensics.model import FileSummary
-from memtui.ui.snapshot_view import SnapshotView, SnapshotViewData
+from memtui.ui.widgets.snapshot_view import SnapshotView, SnapshotViewData
 
 UNITS = ("GiB", "GB")
 

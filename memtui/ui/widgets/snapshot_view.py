@@ -9,7 +9,7 @@ from textual.reactive import reactive
 
 from memtui.forensics.compare import PlanComparison
 from memtui.forensics.model import FileSummary
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,11 @@ class SnapshotView(ViewWidget):
     def watch_view(self, view: SnapshotViewData | None) -> None:
         if view is None:
             return
-        from memtui.ui import snapshot_render as render
+        from memtui.ui.snapshot_render import device_view
 
         d = view.summary.devices[view.device]
         width = self.size.width or 100
-        self.show(render.device_view(view.summary, d, view.unit, view.comparison, width), -1)
+        self.show(device_view(view.summary, d, view.unit, view.comparison, width), -1)
         self.refresh(layout=True)
 
     def on_resize(self) -> None:

@@ -19,15 +19,15 @@ from textual.reactive import reactive
 
 from memtui.estimator import Budget
 from memtui.telemetry import ClusterSnapshot, DeviceKey
-from memtui.ui.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.gpu_state import GpuHistory, RowStatus
-from memtui.ui.legend import Legend
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
-from memtui.ui.view_widget import redraw_on_theme_change
+from memtui.ui.widgets.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
+from memtui.ui.widgets.legend import Legend
+from memtui.ui.widgets.view_widget import redraw_on_theme_change
 
 if TYPE_CHECKING:
-    from memtui.ui.cluster_rows import ClusterRows
+    from memtui.ui.widgets.cluster_rows import ClusterRows
 
 
 def _without_background(style: Style) -> Style:
@@ -138,7 +138,7 @@ class GpuPanel(Vertical):
         many = snapshot is not None and len(snapshot.nodes) > 1
         self.set_class(many, "-cluster")
         if many and snapshot is not None:
-            from memtui.ui.cluster_rows import ClusterView
+            from memtui.ui.widgets.cluster_rows import ClusterView
 
             self._cluster_rows().show_view(
                 ClusterView(
@@ -183,7 +183,7 @@ class GpuPanel(Vertical):
     def _cluster_rows(self) -> ClusterRows:
         """The rows of a source of many hosts, mounted (under the plan's row) when the first
         such snapshot comes: a single node never needs them, nor their module."""
-        from memtui.ui.cluster_rows import ClusterRows
+        from memtui.ui.widgets.cluster_rows import ClusterRows
 
         found = self.query(ClusterRows)
         if found:

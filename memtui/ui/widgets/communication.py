@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from memtui.estimator import Communication
 from memtui.estimator.units import ceil_div
 from memtui.ui.units import size
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from memtui.telemetry import ClusterSnapshot, DeviceSnapshot
 from memtui.telemetry.text import printable
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.view_widget import ViewWidget
 
 #: Most process rows shown across hosts (the largest first); a note says how many are left.
 MAX_ROWS = 100

@@ -23,11 +23,11 @@ from textual.geometry import Size
 from memtui.estimator import Budget
 from memtui.telemetry import ClusterSnapshot, DeviceKey, DeviceSnapshot, NodeSnapshot
 from memtui.telemetry.text import printable
-from memtui.ui.gpu_row import RowData, row_text
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.outliers import find_outliers
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.gpu_row import RowData, row_text
+from memtui.ui.widgets.view_widget import ViewWidget
 
 #: A host's worst status, most urgent first: its summary row shows that one.
 _URGENCY = (

@@ -23,7 +23,7 @@ from textual.widgets import Static
 
 from memtui.telemetry import ClusterSnapshot, SourceInfo, SourceState
 from memtui.telemetry.text import printable
-from memtui.ui.view_widget import redraw_on_theme_change
+from memtui.ui.widgets.view_widget import redraw_on_theme_change
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from textual.reactive import reactive
 
 from memtui.estimator import Report, Strategy
 from memtui.ui.units import num
-from memtui.ui.view_widget import ViewWidget
+from memtui.ui.widgets.view_widget import ViewWidget
 
 
 @dataclass(frozen=True)

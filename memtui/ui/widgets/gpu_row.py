@@ -25,10 +25,10 @@ from textual.widget import Widget
 from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
 from memtui.telemetry.text import printable
-from memtui.ui.bar import render_bar, sparkline
 from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
+from memtui.ui.widgets.bar import render_bar, sparkline
 
 _SHORT = {
     RowStatus.UNDER: "ok",
