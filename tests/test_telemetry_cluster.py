@@ -50,7 +50,7 @@ def test_terminal_states_are_the_ones_polling_cannot_change() -> None:
 def test_a_source_gives_up_on_terminal_states_and_a_file_on_any_failure(tmp_path: Path) -> None:
     live = SyntheticSource(1).info
     replay = ReplaySource(tmp_path / "t.jsonl").info
-    assert live.kind is SourceKind.DEMO and replay.kind is SourceKind.REPLAY
+    assert live.kind is SourceKind.SYNTHETIC and replay.kind is SourceKind.RECORDED
 
     def poll(state: SourceState, recorded: bool = False) -> ClusterSnapshot:
         return ClusterSnapshot(time=1.0, state=state, reason="why", recorded=recorded)
@@ -143,11 +143,11 @@ def test_the_registry_opens_each_source_from_flags(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.touch()
     opts = argparse.Namespace
-    assert open_source(opts(replay=str(trace))).info.kind is SourceKind.REPLAY
+    assert open_source(opts(replay=str(trace))).info.kind is SourceKind.RECORDED
     demo = open_source(opts(demo=True, demo_gpus=3))
-    assert demo.info.kind is SourceKind.DEMO and len(as_cluster(demo.poll()).devices) == 3
+    assert demo.info.kind is SourceKind.SYNTHETIC and len(as_cluster(demo.poll()).devices) == 3
     nvml = open_source(opts())
-    assert isinstance(nvml, BoundedSource) and nvml.info.kind is SourceKind.NVML
+    assert isinstance(nvml, BoundedSource) and nvml.info.kind is SourceKind.LOCAL
     nvml.close()
     with pytest.raises(ValueError, match="--demo"):
         open_source(opts(demo=True, demo_total_bytes=1))

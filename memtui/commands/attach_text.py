@@ -27,7 +27,7 @@ def attach_document(snapshot: ClusterSnapshot, info: SourceInfo) -> dict[str, An
     from memtui.plans.attach import find_jobs, pids_on_gpus, plan_for
     from memtui.telemetry import SourceKind
 
-    if info.kind is not SourceKind.NVML:
+    if info.kind is not SourceKind.LOCAL:
         why = f"attach reads this machine's GPU processes (live NVML), not {snapshot.source}'s"
         return {"jobs": [], "notes": [why]}
     found = find_jobs(pids_on_gpus(snapshot))

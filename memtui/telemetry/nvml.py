@@ -46,7 +46,7 @@ STEADY_CALLS_PER_GPU = 4
 
 #: What the NVML source is, for status lines and the timeout guard.
 NVML_INFO = SourceInfo(
-    SourceKind.NVML,
+    SourceKind.LOCAL,
     "nvml",
     "live NVML",
     "NVML is not answering",

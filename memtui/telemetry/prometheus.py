@@ -197,7 +197,7 @@ class PrometheusSource:
             raise SourceError(f"--job {job!r}: not a Slurm job id")
         self.url = url.rstrip("/")
         self.info = SourceInfo(
-            SourceKind.PROMETHEUS,
+            SourceKind.CLUSTER,
             f"prometheus:{self.url}",
             f"Prometheus {self.url}",
             f"Prometheus at {self.url} is not answering",

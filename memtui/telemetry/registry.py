@@ -4,8 +4,9 @@
 with the attributes below; a missing one takes its default), so a source is chosen, built and
 guarded the same way everywhere. Each entry of `SOURCES` says when its source is chosen and
 how to open it; the first whose `chosen` holds wins, NVML last as the default. Adding a source
-is its module plus one entry here (and its flags in `memtui/commands/source_flags.py`, which
-the CLI reads without importing telemetry).
+is its module (whose `SourceInfo` takes the `SourceKind` that describes its readings), one
+entry here, and its flags in `memtui/commands/source_flags.py` (which the CLI reads without
+importing telemetry).
 
 Options read: `replay`, `speed` (replay; 0 or None steps a line per poll), `demo`,
 `demo_gpus`, `demo_card`, `demo_total_bytes`, `demo_budget_bytes`, `demo_start`, `seed`,
@@ -21,14 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memtui.errors import SourceError
-from memtui.telemetry.source import BoundedSource, SourceKind, TelemetrySource, parse_only
+from memtui.telemetry.source import BoundedSource, TelemetrySource, parse_only
 
 
 @dataclass(frozen=True)
 class Entry:
     """One kind of source: when the options choose it, and how to open it."""
 
-    kind: SourceKind
     chosen: Callable[[Any], bool]
     open: Callable[[Any], TelemetrySource]
 
@@ -82,10 +82,10 @@ def _only(options: Any) -> tuple[str, ...]:
 
 #: Every source, in the order they are tried; NVML, last, is the default.
 SOURCES: tuple[Entry, ...] = (
-    Entry(SourceKind.REPLAY, lambda o: bool(_option(o, "replay")), _open_replay),
-    Entry(SourceKind.DEMO, lambda o: bool(_option(o, "demo")), _open_demo),
-    Entry(SourceKind.PROMETHEUS, lambda o: bool(_option(o, "prometheus")), _open_prometheus),
-    Entry(SourceKind.NVML, lambda o: True, _open_nvml),
+    Entry(lambda o: bool(_option(o, "replay")), _open_replay),
+    Entry(lambda o: bool(_option(o, "demo")), _open_demo),
+    Entry(lambda o: bool(_option(o, "prometheus")), _open_prometheus),
+    Entry(lambda o: True, _open_nvml),
 )
 
 

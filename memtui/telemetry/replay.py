@@ -30,7 +30,7 @@ from memtui.telemetry.source import SourceInfo, SourceKind, select_in_cluster
 def replay_info(path: Path) -> SourceInfo:
     """What a replay of `path` is: not live (a file that cannot be read does not heal)."""
     return SourceInfo(
-        SourceKind.REPLAY,
+        SourceKind.RECORDED,
         f"replay:{path.name}",
         f"replay {path.name}",
         f"trace {path.name} is not being read",

@@ -29,12 +29,19 @@ from memtui.telemetry.models import (
 
 
 class SourceKind(str, Enum):
-    """What kind of source feeds the screen (the UI tells sources apart by this alone)."""
+    """What a source's readings are (the UI tells sources apart by this alone). A new source
+    takes the kind that describes its readings; a kind is added only when the screen must
+    treat a source differently."""
 
-    NVML = "nvml"
-    REPLAY = "replay"
-    DEMO = "demo"
-    PROMETHEUS = "prometheus"
+    LOCAL = "local"
+    """This machine's GPUs through its driver (NVML): the processes it lists are this
+    machine's, so their command lines can be read and a job attached."""
+    RECORDED = "recorded"
+    """A trace played back: readings of another time, maybe another machine."""
+    SYNTHETIC = "synthetic"
+    """A made-up node (`--demo`): nothing real behind it."""
+    CLUSTER = "cluster"
+    """A server that gathers many hosts' readings (Prometheus): other machines' processes."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ MAX_GPUS = 64
 
 #: What the demo source is: never silent (no I/O), so `silent` is never said.
 DEMO_INFO = SourceInfo(
-    SourceKind.DEMO,
+    SourceKind.SYNTHETIC,
     "demo",
     "demo (synthetic node)",
     "the demo node is not answering",

@@ -53,7 +53,7 @@ class JobWatch:
     ) -> dict[int, set[str]] | None:
         """The GPU processes of `snapshot` (PID -> the GPUs it is on) when they changed since
         the last look; None when there is nothing new to look for."""
-        if source is None or source.info.kind is not SourceKind.NVML:
+        if source is None or source.info.kind is not SourceKind.LOCAL:
             return None  # a demo's, a replay's or a cluster's PIDs are no processes of this machine
         from memtui.plans.attach import pids_on_gpus
 
