@@ -78,7 +78,7 @@ GRID: list[tuple[str, dict[str, Any]]] = [
     ("microsoft/Phi-3-mini-4k-instruct", {"seq_len": 2048, "micro_batch": 1}),
     ("facebook/opt-1.3b", {"seq_len": 2048, "micro_batch": 1}),
     ("EleutherAI/pythia-1b", {"seq_len": 2048, "micro_batch": 1}),
-    # issue 9's families
+    # the families people fine-tune now (catalog.py)
     ("microsoft/phi-2", {"seq_len": 2048, "micro_batch": 1}),
     ("stabilityai/stablelm-3b-4e1t", {"seq_len": 2048, "micro_batch": 1}),
     ("allenai/OLMo-2-1124-7B", {"seq_len": 2048, "micro_batch": 1}),

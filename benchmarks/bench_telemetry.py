@@ -1,5 +1,5 @@
 """Cost of one NVML poll of 8 GPUs running 64 processes (docs/architecture.md, "Measuring and
-checking"), and of one Prometheus poll of a 1,024-GPU job (issue 11).
+checking"), and of one Prometheus poll of a 1,024-GPU job.
 
     python benchmarks/bench_telemetry.py [--polls 300] [--prometheus-gpus 1024]
 

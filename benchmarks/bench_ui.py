@@ -4,7 +4,7 @@ bare Textual app and nvitop.
     python benchmarks/bench_ui.py                   # the full run: a minute of watching
     python benchmarks/bench_ui.py --duration 15     # shorter watch
     python benchmarks/bench_ui.py --runs 3          # fewer start-up samples
-    python benchmarks/bench_ui.py --soak-only 180 --soak-interval 0.1   # issue 13's soak alone
+    python benchmarks/bench_ui.py --soak-only 180 --soak-interval 0.1   # the soak alone
 
 Prints:
 1. Start to first frame, as a terminal sees it: each program runs in its own pseudo-terminal

@@ -1,4 +1,4 @@
-"""Where the dashboard's start-up milliseconds and resident bytes go (issue 14's profile).
+"""Where the dashboard's start-up milliseconds and resident bytes go (the start-up profile).
 
     python benchmarks/profile_ui.py            # every section
     python benchmarks/profile_ui.py --runs 5   # more start-up samples

@@ -15,7 +15,7 @@ from memtui.estimator.catalog import (
 from memtui.estimator.configs import FAMILIES, ModelConfigError
 from memtui.estimator.model_source import load_model, resolve_model
 
-# docs/architecture.md, "Reference results" and issue 2's anchors, exactly as published.
+# docs/architecture.md, "Reference results" and docs/references.md, exactly as published.
 ANCHORS = {
     "meta-llama/Llama-2-7b-hf": 6_738_415_616,
     "meta-llama/Llama-2-13b-hf": 13_015_864_320,
@@ -48,7 +48,7 @@ def test_catalog_covers_the_families() -> None:
     types = {e.model_type for e in CATALOG.values()}
     required = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3"}
     assert required | {"gpt2", "gpt_neox", "opt", "falcon"} <= types
-    # issue 9: the families people fine-tune now, and the published-measurement benchmark's
+    # the families people fine-tune now, and the published-measurement benchmark's
     new = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3", "olmo2", "deepseek_v2", "phi", "stablelm"}
     assert new <= types
     for repo in (
@@ -63,7 +63,7 @@ def test_catalog_covers_the_families() -> None:
         assert repo in CATALOG
 
 
-# Issue 9's published counts, exactly as the research notes found them (each entry's source
+# The newer families' published counts, exactly as published (each catalog entry's source
 # says where): a wrong config or reader would break these, not only the entry's own number.
 PUBLISHED = {
     "meta-llama/Llama-3.3-70B-Instruct": 70_553_706_496,
@@ -182,8 +182,8 @@ def test_find_substring_and_fuzzy() -> None:
     assert find("zzzzqqqq") == []
 
 
-# Variant ids (catalog.py _ALIASES and the aliases of the new entries), as the research notes
-# list them: each resolves to the base entry's architecture.
+# Variant ids (catalog.py _ALIASES and the aliases of the new entries), each compared with its
+# base's config.json: each resolves to the base entry's architecture.
 VARIANTS = {
     "meta-llama/Llama-2-7b-chat-hf": "meta-llama/Llama-2-7b-hf",
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Meta-Llama-3-8B",

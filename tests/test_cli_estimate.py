@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from test_seed_references import SEED000_FLAGS
+from reference_plans import ANALYSIS_13B_FLAGS
 
 
 def memtui(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -108,12 +108,13 @@ def _verdict(out: subprocess.CompletedProcess) -> str:
 
 
 def test_human_output_names_units_and_verdict():
-    # seed 000 on ZeRO-3: 13B x 16 B / 4 GPUs = 52 GB of static state per GPU; with 4,096
-    # tokens of activations beside it the 80 GB card is too small, with 512 it is not
-    out = memtui("estimate", *SEED000_FLAGS, "--strategy", "zero3")
-    assert "static 52.00 GB" in out.stdout  # ZeRO-3 static per GPU, seed 000
+    # the 13B analysis (docs/references.md) on ZeRO-3: 13B x 16 B / 4 GPUs = 52 GB of static state
+    # per GPU; with 4,096 tokens of activations beside it the 80 GB card is too small, with 512 it
+    # is not
+    out = memtui("estimate", *ANALYSIS_13B_FLAGS, "--strategy", "zero3")
+    assert "static 52.00 GB" in out.stdout  # ZeRO-3 static per GPU, the 13B analysis
     assert _verdict(out).startswith("DOES NOT FIT (stack: generic): headroom -")
-    short = memtui("estimate", *SEED000_FLAGS, "--strategy", "zero3", "--seq-len", "512")
+    short = memtui("estimate", *ANALYSIS_13B_FLAGS, "--strategy", "zero3", "--seq-len", "512")
     verdict = _verdict(short)
     assert verdict.startswith("FITS (stack: generic): headroom "), verdict
     assert verdict.endswith(" GB per GPU"), verdict

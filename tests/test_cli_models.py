@@ -1,4 +1,4 @@
-"""`memtui models` and `memtui estimate --model` with variant ids (issue 9): a real process."""
+"""`memtui models` and `memtui estimate --model` with variant ids: a real process."""
 
 from __future__ import annotations
 

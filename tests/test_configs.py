@@ -173,8 +173,8 @@ FALCON_40B = {
     "num_kv_heads": 8,
 }
 
-# Issue 9's families: the keys of the config.json copies the research notes read
-# (/work/scratch/catalog_research.json), with the usual non-tensor keys around them.
+# The families people fine-tune now: the keys of their repositories' config.json (the catalog
+# entries cite each), with the usual non-tensor keys around them.
 QWEN3_30B_A3B = {
     "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
     "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
@@ -271,7 +271,7 @@ REAL: dict[str, tuple[dict[str, Any], int]] = {
     "opt-350m": (OPT_350M, 331_196_416),
     "opt-125m": (OPT_125M, 125_239_296),
     "falcon": (FALCON_7B, 6_921_720_704),
-    # issue 9 (catalog.py cites each figure; Gemma 3 4B: the text decoder's share of the hub
+    # (catalog.py cites each figure; Gemma 3 4B: the text decoder's share of the hub
     # total 4,300,079,472, less its SigLIP tower and projector)
     "qwen3_moe": (QWEN3_30B_A3B, 30_532_122_624),
     "gemma3_text": (GEMMA3_1B, 999_885_952),
@@ -419,7 +419,7 @@ BAD: dict[str, tuple[Any, str]] = {
     "mlp_only_layers": ({**QWEN15_MOE, "mlp_only_layers": "0,1"}, "'mlp_only_layers'"),
     "missing ffn_dim": (_drop(OPT_125M, "ffn_dim"), "'ffn_dim' is missing"),
     "falcon n_head": (_drop(FALCON_7B, "num_attention_heads"), "'num_attention_heads'"),
-    # issue 9's families: one malformed field each, named in the message
+    # the newer families: one malformed field each, named in the message
     "qwen3_moe experts": (_drop(QWEN3_30B_A3B, "num_experts"), "'num_experts' is missing"),
     "qwen3_moe top-k": ({**QWEN3_30B_A3B, "num_experts_per_tok": 129}, "'num_experts_per_tok'"),
     "gemma3 text_config": (_drop(GEMMA3_4B, "text_config"), "'text_config' is missing"),
@@ -494,7 +494,7 @@ def test_error_names_source_and_type() -> None:
     assert str(err.value) == "x/config.json: field 'hidden_size' is missing (model_type llama)"
 
 
-# --- issue 9: the new families' structures ---------------------------------------------------
+# --- the newer families' structures ----------------------------------------------------------
 
 
 def test_deepseek_v2_q_lora_rank_null_absent_and_set() -> None:
@@ -670,5 +670,5 @@ def test_lora_target_names_per_family(config: dict[str, Any], expected: set[str]
     assert attention == expected - {"fc1", "fc2", "gate", "gate_proj", "up_proj", "down_proj"}
     with pytest.raises(ValueError, match="matches no module"):
         arch.lora_layers(("c_attn",))
-    # the output layer only when named (issue 9 stacks: PEFT adapts it only then)
+    # the output layer only when named (PEFT adapts it only then)
     assert {lin.name for lin in arch.lora_layers(("lm_head",))} == {"lm_head"}

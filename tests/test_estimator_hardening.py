@@ -1,6 +1,6 @@
-"""Issue 13's estimator items: inputs that overflowed or were silently wrong, and the figures
-no test checked (TP validity and traffic, HSDP across nodes, seconds per step, QLoRA's gather,
-paged 8-bit and Lion state, the overhead flags, each lever's saving against a re-run).
+"""The estimator under hostile and extreme input: inputs that overflowed or were silently wrong, and
+the figures no test checked (TP validity and traffic, HSDP across nodes, seconds per step, QLoRA's
+gather, paged 8-bit and Lion state, the overhead flags, each lever's saving against a re-run).
 
 Every expected value is hand arithmetic from a config or a published layout, written out as
 a number; none is computed with the estimator's own functions or constants."""
@@ -165,8 +165,8 @@ def test_tp_communication_is_two_all_reduces_each_way_per_layer() -> None:
 
 
 def test_seconds_per_step_is_bytes_over_the_link() -> None:
-    # seed 000: 13B, bf16 gradients 26 GB, DDP over 4 GPUs: 2 * 3/4 * 26 GB = 39 GB per GPU,
-    # on NVLink 4's 450 GB/s per direction: 39 / 450 s.
+    # the 13B analysis (docs/references.md): 13B, bf16 gradients 26 GB, DDP over 4 GPUs:
+    # 2 * 3/4 * 26 GB = 39 GB per GPU, on NVLink 4's 450 GB/s per direction: 39 / 450 s.
     plan = Plan(
         model=ModelSpec.from_parameters(13 * 10**9),
         hardware=Hardware(gpus_per_node=4, gpu_memory=80 * GB),

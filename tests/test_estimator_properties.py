@@ -218,7 +218,7 @@ anything = st.one_of(
     strategy=st.one_of(st.sampled_from([s.value for s in Strategy]), anything),
     offload=st.sampled_from(["none", "optimizer", "params", "bogus"]),
 )
-@example(  # an adapter of 7e-291 parameters: accepted with 0 trainable before issue 13
+@example(  # an adapter of 7e-291 parameters: once accepted with 0 trainable
     gpus=8, micro_batch=1, seq_len=512, tp=1, rank=8, fraction=1e-300, method="lora",
     strategy="fsdp", offload="none",
 )  # fmt: skip

@@ -1,4 +1,4 @@
-"""`memtui watch` and the dashboard's flags under hostile input (issue 13): every run ends,
+"""`memtui watch` and the dashboard's flags under hostile input: every run ends,
 with exit code 0, 1 or 2, and an error is exactly one line on stderr, never a traceback.
 
 The dashboard's flags are checked before Textual starts, so a bad value ends the process
@@ -205,11 +205,11 @@ def test_a_usage_error_escapes_what_the_user_passed(tmp_path: Path) -> None:
     assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line
 
 
-# -- `memtui estimate`, `models` and plan files (issue 13's every other input) ----------------
+# -- `memtui estimate`, `models` and plan files (every other input) ---------------------------
 
 
 def _files(tmp: Path) -> dict[str, str]:
-    """The hostile files of issue 13, written under `tmp`, by the name the cases use."""
+    """The hostile files, written under `tmp`, by the name the cases use."""
     from memtui.estimator.catalog import CATALOG
 
     gpt2 = dict(CATALOG["openai-community/gpt2"].config)

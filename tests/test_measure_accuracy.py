@@ -1,4 +1,4 @@
-"""The estimator against real PyTorch training steps on CPU (issue 5's CI gate).
+"""The estimator against real PyTorch training steps on CPU (the CI gate).
 
 Every configuration builds a small model with random weights, runs one training step and
 measures it per storage (`memtui.measure`): static terms must match to the byte; activations,
@@ -27,7 +27,7 @@ def tiny(model_type: str, **fields: object) -> dict:
     return {**llama(model_type=model_type), **fields}
 
 
-# Tiny configs of the families added in issue 9 (configs.py cites their modeling files).
+# Tiny configs of the newer families (configs.py cites their modeling files).
 PHI = tiny("phi", num_key_value_heads=8, intermediate_size=1024, hidden_act="gelu_new",
            partial_rotary_factor=0.5)  # fmt: skip
 STABLELM = tiny("stablelm", num_key_value_heads=8, partial_rotary_factor=0.25)

@@ -1,4 +1,4 @@
-"""The estimator against real training stacks on CPU, run with their own defaults (issue 9).
+"""The estimator against real training stacks on CPU, run with their own defaults.
 
 Each configuration trains a tiny model (hidden 256, 2 layers, vocabulary 4096, random weights)
 through code memtui did not write: a real `transformers.Trainer` with real `TrainingArguments`

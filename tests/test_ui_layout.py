@@ -1,4 +1,4 @@
-"""The screen's layout where issue 13 found it wanting: at 120x40 the process list was
+"""The screen's layout where a review found it wanting: at 120x40 the process list was
 squeezed to its border and the legend took three lines; the budget's mark stood in another
 column on the plan's row than on the GPUs' (and moved with each row's status word at 80x24);
 "GPU LOST" was pushed off the pane by a long error."""
@@ -107,7 +107,7 @@ async def test_gpu_lost_is_said_before_a_long_error(tmp_path: Path, size: tuple[
 
 
 async def test_tp_traffic_and_strategies_a_plan_cannot_run_are_said_on_screen() -> None:
-    """Issue 13: TP's own collectives are part of the communication line (4.3 GB for
+    """TP's own collectives are part of the communication line (4.3 GB for
     Llama-2-7B at tp 2: 32 layers x 4 all-reduces of 4096 x 4096 x 2 B), and a strategy the
     plan cannot run reads n/a, not 0 and 'no'."""
     from memtui.estimator import Offload, Strategy

@@ -1,4 +1,4 @@
-"""Strings from elsewhere on the dashboard (issue 13, security): hostnames, GPU names and
+"""Strings from elsewhere on the dashboard (security): hostnames, GPU names and
 errors from NVML or a trace, user names and command lines of other users' processes. Each is
 drawn as text with its control characters escaped: an `ESC ] 0 ; title BEL` in a command
 line retitled the terminal, and `[b]` in a GPU's error was taken as markup."""

@@ -13,10 +13,10 @@ parameters: Qwen3-0.6B and 1.7B store their tied lm_head beside the embedding, a
 Such an entry keeps the hub figure in `published_total` and names each part of the difference
 with its size (`beyond_parameters`); the tests check that they add up and recompute each part.
 
-Variant ids (-Instruct, -chat-hf, -it, -Base twins) whose config.json has the same tensors
-resolve to their base entry (`aliases`): an explicit list per entry, from the research notes
-that compared the configs, never a suffix stripped on the fly (a -Vision-Instruct or a
-fine-tune with a new vocabulary must not resolve to a base it differs from).
+Variant ids (-Instruct, -chat-hf, -it, -Base twins) whose config.json has the same tensors resolve
+to their base entry (`aliases`): an explicit list per entry, each variant's config.json compared
+with its base's, never a suffix stripped on the fly (a -Vision-Instruct or a fine-tune with a new
+vocabulary must not resolve to a base it differs from).
 """
 
 from __future__ import annotations
@@ -353,10 +353,9 @@ _ENTRIES: tuple[tuple[str, dict, int, str], ...] = (
     ),
 )
 
-# --- issue 9: families people fine-tune now ------------------------------------------------
-# Configs and published figures from /work/scratch/catalog_research.md and .json (configs read
-# back from the copies named there, counts cross-checked by building each config with
-# transformers 5.24 on the meta device). The published figures are second-hand copies of the
+# --- families people fine-tune now -------------------------------------------------------
+# Configs copied from each repository's config.json (counts cross-checked by building each config
+# with transformers 5.24 on the meta device). The published figures are second-hand copies of the
 # Hugging Face hub API's safetensors.total, named by where they were found:
 _KNOWN = (
     "HF hub API safetensors.total of 2026-09-25, as copied in a public KNOWN_MODELS dict "
@@ -747,9 +746,8 @@ _NEW_ENTRIES: tuple[CatalogEntry, ...] = (
     ),
 )
 
-# Variant ids of the entries above whose config.json tensors the research notes compared
-# (/work/scratch/catalog_research.md, "Variants"): the Instruct/chat twins share the base's
-# config and the same hub safetensors total.
+# Variant ids of the entries above whose config.json tensors were compared with the base's:
+# the Instruct/chat twins share the base's config and the same hub safetensors total.
 _ALIASES: dict[str, tuple[str, ...]] = {
     "meta-llama/Llama-2-7b-hf": ("meta-llama/Llama-2-7b-chat-hf",),
     "meta-llama/Meta-Llama-3-8B": ("meta-llama/Meta-Llama-3-8B-Instruct",),

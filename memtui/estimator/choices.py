@@ -79,7 +79,7 @@ class OptimizerKernel(Choice):
 
 
 class StateDtype(Choice):
-    fp32 = "fp32"  # Adam moments in fp32 (seed 000 and seed 002's rule)
+    fp32 = "fp32"  # Adam moments in fp32 (both reference analyses, docs/references.md)
     bf16 = "bf16"  # PyTorch's AdamW keeps moments in the parameter dtype
 
     @property

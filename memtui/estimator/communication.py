@@ -1,4 +1,5 @@
-"""Bytes each GPU sends per optimizer step (ZeRO paper sec. 7; seed 000, item 5).
+"""Bytes each GPU sends per optimizer step (ZeRO paper sec. 7; the 13B analysis, docs/references.md,
+item 5).
 
 A ring all-reduce sends 2(N-1)/N of the buffer per GPU; a reduce-scatter or an all-gather sends
 (N-1)/N. DDP, ZeRO-1 and ZeRO-2 all move 2(N-1)/N of the gradients; ZeRO-3/FSDP gather the

@@ -1,6 +1,6 @@
-"""The levers of seed 000 (item 4) and docs/architecture.md, "Where each formula lives", in the
-order they are applied: activation levers first (cheapest), then state levers. Each lever's saving
-is computed by estimating the plan with that lever pulled.
+"""The levers of the 13B analysis (docs/references.md, item 4) and docs/architecture.md, "Where each
+formula lives", in the order they are applied: activation levers first (cheapest), then state
+levers. Each lever's saving is computed by estimating the plan with that lever pulled.
 """
 
 from __future__ import annotations

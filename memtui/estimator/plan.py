@@ -233,7 +233,8 @@ class Plan(Frozen):
             label="LoRA fraction",
         ),
     ] = Field(None, gt=0, le=1)
-    """Adapter size as a fraction of the model, for a bare parameter count (seed 002: 0.025)."""
+    """Adapter size as a fraction of the model, for a bare parameter count (the rule-of-thumb
+    analysis, docs/references.md: 0.025)."""
     qlora_double_quant: Annotated[
         bool,
         Knob(

@@ -51,7 +51,7 @@ class Budget(Frozen):
     fits: bool
     """Every phase fits the card (the training step, loading, saving)."""
     fits_static: bool
-    """The static state alone fits (seed 000's first question)."""
+    """The static state alone fits (the 13B analysis's first question, docs/references.md)."""
     cpu_ram: int
     """CPU RAM per GPU needed by offload, bytes."""
     peak_phase: str = "training step"

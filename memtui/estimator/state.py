@@ -1,8 +1,9 @@
 """The static training state: weights, gradients, master weights, optimizer state, sharded.
 
-Bytes per parameter follow the ZeRO paper (Rajbhandari et al. 2020, sec. 3: 2 + 2 + K with
-K = 12 for mixed-precision Adam) and seed 000 (16 B/param, 12 of them optimizer-side); the
-sharding rules follow the ZeRO paper's Table 1 / sec. 5 and PyTorch FSDP's sharding strategies.
+Bytes per parameter follow the ZeRO paper (Rajbhandari et al. 2020, sec. 3: 2 + 2 + K with K = 12
+for mixed-precision Adam) and the 13B analysis of docs/references.md (16 B/param, 12 of them
+optimizer-side); the sharding rules follow the ZeRO paper's Table 1 / sec. 5 and PyTorch FSDP's
+sharding strategies.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def _trainable_tensors(plan: Plan) -> list[TrainableTensor]:
         rest = plan.model.parameters - sum(t.numel * t.count for t in tensors)
         return [*tensors, TrainableTensor(rest, 1)]  # so they sum to the count exactly
     if plan.lora_fraction is not None:
-        # An adapter given as a share of the model (seed 002: 2.5 percent).
+        # An adapter given as a share of the model (the rule-of-thumb analysis of
+        # docs/references.md: 2.5 percent).
         return [TrainableTensor(round(plan.model.parameters * plan.lora_fraction), 1)]
     r = plan.lora_rank
     tensors = []
@@ -188,9 +190,9 @@ def gradient_bytes(plan: Plan, tensors: Sequence[TrainableTensor], width: float)
 
 
 def generic_layout(plan: Plan, tensors: Sequence[TrainableTensor]) -> Layout:
-    """The state as the ZeRO paper and the seeds count it: weights and gradients in the
-    parameter dtype (plus an optional fp32 accumulation buffer, as Megatron and DeepSpeed
-    keep), an fp32 master copy under mixed precision, the optimizer's state."""
+    """The state as the ZeRO paper and the reference analyses (docs/references.md) count it: weights
+    and gradients in the parameter dtype (plus an optional fp32 accumulation buffer, as Megatron and
+    DeepSpeed keep), an fp32 master copy under mixed precision, the optimizer's state."""
     trainable = parameters_of(tensors)
     precision = plan.precision
     wbytes = precision.weight_bytes

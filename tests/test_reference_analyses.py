@@ -1,6 +1,6 @@
-"""The reference results of docs/architecture.md, "Reference results" (seeds 000 and 002, the
-ZeRO paper's Table 1),
-reproduced through the public API and through `memtui estimate --json`."""
+"""The reference analyses of docs/references.md (the 13B analysis, the rule-of-thumb analysis,
+the ZeRO paper's Table 1), reproduced exactly through the public API and through
+`memtui estimate --json`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from reference_plans import ANALYSIS_13B_FLAGS
 
 from memtui.estimator import (
     Hardware,
@@ -27,12 +28,10 @@ from memtui.estimator.state import frozen_base_bytes, nf4_bits_per_param, static
 
 GB = 10**9
 P13 = 13 * 10**9
-# Seed 000's node on the command line: 13B on 4 x 80 GB, the model's memory alone.
-SEED000_FLAGS = ("--params", "13B", "--gpus", "4", "--gpu-memory", "80GB", "--overhead", "none")
 
 
-def seed000(**update) -> Plan:
-    """Seed 000: 13B, 4 x 80 GB, bf16 mixed precision AdamW (fp32 master and moments)."""
+def analysis_13b(**update) -> Plan:
+    """The 13B analysis: 13B, 4 x 80 GB, bf16 mixed precision AdamW (fp32 master and moments)."""
     return Plan(
         model=ModelSpec.from_parameters(P13),
         hardware=Hardware(gpus_per_node=4, gpu_memory=80 * GB),
@@ -41,8 +40,9 @@ def seed000(**update) -> Plan:
     )
 
 
-def seed002(params: int, **update) -> Plan:
-    """Seed 002: pure bf16 weights and gradients, fp32 optimizer moments, one GPU."""
+def rule_of_thumb(params: int, **update) -> Plan:
+    """The rule-of-thumb analysis: pure bf16 weights and gradients, fp32 optimizer moments, one
+    GPU."""
     return Plan(
         model=ModelSpec.from_parameters(params),
         hardware=Hardware(gpus_per_node=1, gpu_memory=80 * GB),
@@ -57,8 +57,8 @@ def rows(plan: Plan) -> dict[str, int]:
     return {r.strategy.value: r.per_gpu_static for r in estimate(plan).strategies}
 
 
-def test_seed000_static_state_per_parameter_and_total():
-    report = estimate(seed000(strategy=Strategy.ddp))
+def test_13b_analysis_static_state_per_parameter_and_total():
+    report = estimate(analysis_13b(strategy=Strategy.ddp))
     assert report.bytes_per_param == 16
     budget = report.budget
     assert budget.static == 208 * GB
@@ -67,8 +67,8 @@ def test_seed000_static_state_per_parameter_and_total():
     assert optimizer_side / budget.static == 0.75
 
 
-def test_seed000_strategy_table_exact():
-    assert rows(seed000()) | {} == {
+def test_13b_analysis_strategy_table_exact():
+    assert rows(analysis_13b()) | {} == {
         "ddp": 208 * GB,
         "zero1": 91 * GB,
         "zero2": 71_500_000_000,
@@ -79,8 +79,8 @@ def test_seed000_strategy_table_exact():
     }
 
 
-def test_seed000_only_zero2_and_zero3_fit_statically_zero2_under_9_gb():
-    report = estimate(seed000())
+def test_13b_analysis_only_zero2_and_zero3_fit_statically_zero2_under_9_gb():
+    report = estimate(analysis_13b())
     fits = {r.strategy.value for r in report.strategies if r.fits_static}
     assert {"ddp", "zero1"}.isdisjoint(fits)
     assert {"zero2", "zero3", "fsdp"} <= fits
@@ -89,11 +89,13 @@ def test_seed000_only_zero2_and_zero3_fit_statically_zero2_under_9_gb():
     assert 80 * GB - zero2.per_gpu_static == 8_500_000_000
 
 
-def test_seed000_eight_bit_adamw():
-    # The seed's "about 2" B/param of 8-bit state is 2 bytes of moments plus one fp32 absmax
+def test_13b_analysis_eight_bit_adamw():
+    # The analysis's "about 2" B/param of 8-bit state is 2 bytes of moments plus one fp32 absmax
     # per block; with the paper's 2048-element blocks that adds 8/2048 B/param, below the
-    # seed's stated precision (10 B/param, 130 GB, 32.5 GB).
-    plan = seed000(optimizer=Optimizer.adamw8bit, optimizer_block_size=2048, strategy=Strategy.ddp)
+    # analysis's stated precision (10 B/param, 130 GB, 32.5 GB).
+    plan = analysis_13b(
+        optimizer=Optimizer.adamw8bit, optimizer_block_size=2048, strategy=Strategy.ddp
+    )
     report = estimate(plan)
     # (each tensor rounds its last block up: a few bytes per tensor)
     assert report.bytes_per_param == pytest.approx(10 + 8 / 2048, rel=1e-7)
@@ -101,34 +103,34 @@ def test_seed000_eight_bit_adamw():
     zero3 = static_state(plan, Strategy.zero3)
     assert round(zero3.total / GB, 1) == 32.5
     # Current bitsandbytes uses 256-element blocks: 10.03125 B/param.
-    current = estimate(seed000(optimizer=Optimizer.adamw8bit)).bytes_per_param
+    current = estimate(analysis_13b(optimizer=Optimizer.adamw8bit)).bytes_per_param
     assert current == pytest.approx(10 + 8 / 256, rel=1e-7)
 
 
-def test_seed000_communication_ddp_and_fsdp():
-    ddp = estimate(seed000(strategy=Strategy.ddp)).communication
-    fsdp = estimate(seed000(strategy=Strategy.fsdp)).communication
+def test_13b_analysis_communication_ddp_and_fsdp():
+    ddp = estimate(analysis_13b(strategy=Strategy.ddp)).communication
+    fsdp = estimate(analysis_13b(strategy=Strategy.fsdp)).communication
     assert ddp.bytes_per_gpu_per_step == 39 * GB
     assert fsdp.bytes_per_gpu_per_step == 58_500_000_000
     assert fsdp.relative_to_ddp == 1.5
 
 
 @pytest.mark.parametrize(("billions", "expected_gb"), [(1, 12), (7, 84)])
-def test_seed002_full_fine_tune_12_bytes_per_param(billions, expected_gb):
-    report = estimate(seed002(billions * GB))
+def test_rule_of_thumb_full_fine_tune_12_bytes_per_param(billions, expected_gb):
+    report = estimate(rule_of_thumb(billions * GB))
     assert report.bytes_per_param == 12
     assert report.budget.static == expected_gb * GB
 
 
-def test_seed002_lora_with_a_2_5_percent_adapter_is_2_3_gb():
-    report = estimate(seed002(GB, method=Method.lora, lora_fraction=0.025))
+def test_rule_of_thumb_lora_with_a_2_5_percent_adapter_is_2_3_gb():
+    report = estimate(rule_of_thumb(GB, method=Method.lora, lora_fraction=0.025))
     b = report.budget
     assert b.term("weights") == 2 * GB + 50_000_000  # base 2 GB + adapter 0.05 GB
     assert b.term("gradients") + b.term("optimizer_states") == 250_000_000  # 10 B x 25M
     assert b.static == 2_300_000_000
 
 
-def test_seed002_four_bit_base_is_half_a_gb_per_billion():
+def test_rule_of_thumb_four_bit_base_is_half_a_gb_per_billion():
     # NF4 codes: 4 bits = 0.5 GB per billion; the absmax adds 0.5 bit (0.127 with double
     # quantization), docs/architecture.md, "Reference results". Checked on a real QLoRA base:
     # Llama-2-7B's linear layers are quantized, its embeddings and norms stay in bf16 (no upcast
@@ -186,9 +188,9 @@ def run_json(*flags: str) -> dict:
     return json.loads(out.stdout)
 
 
-def test_seed000_through_the_cli_json():
+def test_13b_analysis_through_the_cli_json():
     data = run_json(
-        *SEED000_FLAGS,
+        *ANALYSIS_13B_FLAGS,
         "--strategy",
         "ddp",
     )
@@ -209,7 +211,7 @@ def test_seed000_through_the_cli_json():
     assert fsdp["communication"]["relative_to_ddp"] == 1.5
 
 
-def test_seed002_through_the_cli_json():
+def test_rule_of_thumb_through_the_cli_json():
     base = ("--gpus", "1", "--precision", "bf16", "--strategy", "ddp", "--overhead", "none")
     assert run_json("--params", "7B", *base)["per_gpu"]["static"] == 84 * GB
     lora = run_json("--params", "1B", *base, "--method", "lora", "--lora-fraction", "2.5%")
@@ -217,9 +219,9 @@ def test_seed002_through_the_cli_json():
     assert lora["parameters"]["trainable"] == 25_000_000
 
 
-def test_seed000_eight_bit_and_zero_table_through_the_cli_json():
+def test_13b_analysis_eight_bit_and_zero_table_through_the_cli_json():
     eight = run_json(
-        *SEED000_FLAGS,
+        *ANALYSIS_13B_FLAGS,
         "--optimizer",
         "adamw8bit",
         "--optimizer-block-size",

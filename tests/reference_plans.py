@@ -1,0 +1,13 @@
+"""The 13B analysis of docs/references.md as command-line flags, for the tests that run it."""
+
+#: 13B on 4 x 80 GB, the model's memory alone (no runtime overhead).
+ANALYSIS_13B_FLAGS = (
+    "--params",
+    "13B",
+    "--gpus",
+    "4",
+    "--gpu-memory",
+    "80GB",
+    "--overhead",
+    "none",
+)
