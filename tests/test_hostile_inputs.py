@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import ROOT, watch
 from fake_nvml.harness import FakeNvml, GiB, gpu
-from test_watch_cli import ROOT, watch
 
 #: (flags, what the one line must name): each a usage error, exit 2.
 BAD_WATCH_FLAGS = [

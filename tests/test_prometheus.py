@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import watch
 from prom_harness import (
     LOOPBACK,
     Exporter,
@@ -24,7 +25,6 @@ from prom_harness import (
     nvitop_text,
     prometheus_binary,
 )
-from test_watch_cli import watch
 from ui_helpers import llama_plan, screen_of, text_of, wait_for
 
 from memtui.telemetry import ClusterSnapshot, SourceState, open_source

@@ -6,8 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_ui_keys import budget_of, budget_on_screen
-from ui_helpers import demo_source, llama_plan, region_text, screen_of, wait_for, write_trace
+from ui_helpers import (
+    budget_of,
+    budget_on_screen,
+    demo_source,
+    llama_plan,
+    region_text,
+    screen_of,
+    wait_for,
+    write_trace,
+)
 
 from memtui.estimator import StackName, Strategy
 from memtui.estimator.capabilities import CAPABILITIES

@@ -11,7 +11,8 @@ from fake_nvml.harness import node
 from rich.console import Console
 from textual.binding import Binding
 from ui_helpers import (
-    budget_total,
+    budget_of,
+    budget_on_screen,
     demo_source,
     llama_plan,
     screen_of,
@@ -54,21 +55,6 @@ PLAN_KEYS: list[tuple[str, Any, Any, Any]] = [
     ("k", lambda p: p.hardware.gpu_name, "H100 80GB SXM", "H100 80GB PCIe"),
     ("a", lambda p: p.grad_accum, 1, 2),
 ]
-
-
-def budget_on_screen(app: Any) -> str:
-    """The budget as the GPU panel's legend shows it: "Budget per GPU 46.1 GB"."""
-    for line in text_of(app).splitlines():
-        if "Budget per GPU" in line:
-            return line.split("Budget per GPU ", 1)[1].split(" (", 1)[0]
-    raise AssertionError("no budget on screen")
-
-
-def budget_of(plan: Any) -> str:
-    """What the legend should say for `plan`: the estimator's total, in GB."""
-    from memtui.ui.units import num
-
-    return f"{num(budget_total(plan), 'GB')} GB"
 
 
 @pytest.fixture

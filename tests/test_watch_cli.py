@@ -14,25 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import ROOT, watch
 from fake_nvml.harness import FakeNvml, GiB, MiB, gpu, mig_instance, node
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def watch(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m memtui watch ARGS` (the installed entry point's code path)."""
-    base = dict(os.environ if env is None else env)
-    base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, "-m", "memtui", "watch", *args],
-        capture_output=True,
-        text=True,
-        env=base,
-        cwd=ROOT,
-        timeout=timeout,
-    )
 
 
 def test_once_prints_gpus_and_processes_in_explicit_units(fake_nvml: FakeNvml) -> None:

@@ -161,3 +161,18 @@ class BlockingSource:
 
     def close(self) -> None:
         self.release.set()
+
+
+def budget_on_screen(app: Any) -> str:
+    """The budget as the GPU panel's legend shows it: "Budget per GPU 46.1 GB"."""
+    for line in text_of(app).splitlines():
+        if "Budget per GPU" in line:
+            return line.split("Budget per GPU ", 1)[1].split(" (", 1)[0]
+    raise AssertionError("no budget on screen")
+
+
+def budget_of(plan: Any) -> str:
+    """What the legend should say for `plan`: the estimator's total, in GB."""
+    from memtui.ui.units import num
+
+    return f"{num(budget_total(plan), 'GB')} GB"

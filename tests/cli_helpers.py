@@ -1,0 +1,26 @@
+"""Running the installed command's code path (`python -m memtui ...`) from the tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def watch(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m memtui watch ARGS` (the installed entry point's code path)."""
+    base = dict(os.environ if env is None else env)
+    base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "memtui", "watch", *args],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=ROOT,
+        timeout=timeout,
+    )
