@@ -89,8 +89,6 @@ STRATEGIES: dict[Strategy, StrategySpec] = {
 }
 """Every strategy's spec; `strategy_spec(strategy)` reads it."""
 
-PARAMETER_SHARDING = frozenset(s for s, spec in STRATEGIES.items() if spec.shards_weights)
-"""Strategies that shard the parameters themselves (ZeRO stage 3 and FSDP's full shard)."""
 
 
 def strategy_spec(strategy: Strategy) -> StrategySpec:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtui.estimator.choices import Offload, OptimizerKernel, Precision, Strategy
+from memtui.estimator.choices import Method, Offload, OptimizerKernel, Precision, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.state import StaticState, trainable_tensors
@@ -47,7 +47,7 @@ def dequantized_weight(plan: Plan, compute_bytes: int = 2) -> int:
     inputs of more than 1536 rows, and backward dequantizes it again rather than saving it;
     torchao's NF4Tensor likewise), in the compute dtype (bf16, as QLoRA recipes set
     bnb_4bit_compute_dtype)."""
-    if plan.method.value != "qlora":
+    if plan.method is not Method.qlora:
         return 0
     arch = plan.model.architecture
     largest = max(lin.d_in * lin.d_out for lin in arch.linear_layers if lin.group != "head")

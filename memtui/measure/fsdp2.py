@@ -48,7 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from memtui.estimator.choices import Precision, Strategy
+from memtui.estimator.choices import Method, Precision, Strategy
 from memtui.estimator.plan import Plan
 from memtui.measure.measurement import Measurement, Unsupported
 
@@ -246,7 +246,7 @@ def _rank_main(job: Path, out: Path) -> None:
     dtype = torch.float32 if plan.precision is Precision.fp32 else torch.bfloat16
     with _quiet():
         model: Any = hf_model(config, plan, dtype)
-        if plan.method.value == "lora":
+        if plan.method is Method.lora:
             model = lora_model(model, plan, config["model_type"])
     vocab = int(model.get_output_embeddings().weight.shape[0])
     param_dtype = torch.bfloat16 if mixed else dtype

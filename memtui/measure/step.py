@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from memtui.estimator.plan import Optimizer, Plan, Precision
+from memtui.estimator.plan import Method, Optimizer, Plan, Precision
 from memtui.measure.build import build_model, dtype_of
 from memtui.measure.measurement import Measurement, Unsupported
 from memtui.measure.probe import ACT, BWD, LOGITS, STEP, is_logits, optimizer_state
@@ -107,7 +107,7 @@ def _grad(p: torch.Tensor) -> torch.Tensor:
 
 def measure_step(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> Measurement:
     """Build the model of `config` for `plan` and measure one training step (one GPU)."""
-    if plan.method.value == "qlora":
+    if plan.method is Method.qlora:
         raise Unsupported("QLoRA needs bitsandbytes on CUDA; measure --method lora instead")
     if plan.tp > 1:
         raise Unsupported("tensor parallelism is not measured (one process, --tp 1)")

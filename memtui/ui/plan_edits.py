@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memtui.errors import one_line
+from memtui.errors import MemtuiError, one_line
 from memtui.estimator import (
     Checkpointing,
     ModelSpec,
@@ -31,7 +31,7 @@ from memtui.estimator.precedence import PlanLayer, merge
 from memtui.estimator.units import format_count
 
 
-class PlanEditError(ValueError):
+class PlanEditError(MemtuiError):
     """No value in that direction is valid for this plan; the message says why (one line)."""
 
 
