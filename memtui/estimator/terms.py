@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -29,10 +28,10 @@ if TYPE_CHECKING:
     from memtui.estimator.transient import Transient
 
 
-@dataclass(frozen=True)
-class Books:
+class Books(NamedTuple):
     """What a stack's books hold for one plan and strategy: every term's bytes are read from
-    it (`memtui.estimator.stacks.base.BookStack.breakdown` fills it in)."""
+    it (`memtui.estimator.stacks.base.BookStack.breakdown` fills it in, twice per breakdown
+    on the hot path: a named tuple, the cheapest frozen record to make)."""
 
     plan: Plan
     state: StaticState
@@ -98,15 +97,29 @@ class Declaration:
 
 class _Registry(type):
     """TermKind's metaclass: the class is the registry of terms. Iterating it gives every
-    declared term in the budget's order and `len` counts them, as an Enum's class does."""
+    declared term in the budget's order and `len` counts them, as an Enum's class does; the
+    groups the estimator's hot path asks for are kept ahead of it."""
 
     _declared: dict[str, TermKind]
+    _order: tuple[TermKind, ...] = ()
+    held_by_allocator: tuple[TermKind, ...] = ()
+    """The terms in PyTorch's caching allocator (`allocated`), in the budget's order."""
+    beside_allocator: tuple[TermKind, ...] = ()
+    """The others, whose hooks may read the runtime computed around the first."""
+    growing_with_batch: tuple[TermKind, ...] = ()
+    """The `per_sample` terms, which the largest micro-batch is solved from."""
 
     def __iter__(cls) -> Iterator[TermKind]:
-        return iter(tuple(cls._declared.values()))
+        return iter(cls._order)
 
     def __len__(cls) -> int:
-        return len(cls._declared)
+        return len(cls._order)
+
+    def _changed(cls) -> None:
+        cls._order = tuple(cls._declared.values())
+        cls.held_by_allocator = tuple(k for k in cls._order if k.allocated)
+        cls.beside_allocator = tuple(k for k in cls._order if not k.allocated)
+        cls.growing_with_batch = tuple(k for k in cls._order if k.per_sample)
 
 
 class TermKind(str, metaclass=_Registry):
@@ -230,6 +243,7 @@ class TermKind(str, metaclass=_Registry):
                      "allocated", "per_sample"):  # fmt: skip
             setattr(kind, name, getattr(declaration, name))
         cls._declared[key] = kind
+        cls._changed()
         return kind
 
     def __str__(self) -> str:
@@ -278,3 +292,4 @@ def declared(key: str, declaration: Declaration) -> Iterator[TermKind]:
         yield kind
     finally:
         del TermKind._declared[key]
+        TermKind._changed()

@@ -24,7 +24,7 @@ UNATTRIBUTED = Unattributed.unattributed
 #: Plan terms an allocation can be attributed to: the estimator's budget terms that live in
 #: PyTorch's caching allocator (declared `allocated`; not `overhead`: the CUDA context and
 #: NCCL's buffers are allocated outside it, so no snapshot block can be theirs).
-ALLOCATOR_TERMS = tuple(k for k in TermKind if k.allocated)
+ALLOCATOR_TERMS = TermKind.held_by_allocator
 Bucket = TermKind | Unattributed
 """A term an allocation is attributed to, or `unattributed`."""
 BUCKETS: tuple[Bucket, ...] = (*ALLOCATOR_TERMS, UNATTRIBUTED)

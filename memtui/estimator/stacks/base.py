@@ -36,8 +36,8 @@ class Breakdown:
     nvidia-smi would show it (`runtime` has the allocated and reserved figures)."""
 
     terms: Mapping[TermKind, int]
-    """Every TermKind, bytes per GPU, in the budget's order (each from its declaration's
-    `bytes` hook)."""
+    """Every TermKind, bytes per GPU (each from its declaration's `bytes` hook): the
+    allocator's terms, then the others."""
     state: StaticState
     """The static state behind the first four terms."""
     transient: Transient
@@ -54,7 +54,7 @@ class Breakdown:
     @property
     def per_sample(self) -> int:
         """Bytes that grow with the micro-batch (the `per_sample` terms: activations, logits)."""
-        return sum(b for kind, b in self.terms.items() if kind.per_sample)
+        return sum(self.terms[kind] for kind in TermKind.growing_with_batch)
 
     @property
     def fixed(self) -> int:
@@ -199,9 +199,9 @@ class BookStack:
         extra = self.transient(plan, strategy, state, setup)
         books = Books(plan, state, setup, acts, logits, extra)
         # the allocator's terms first: the runtime overhead is computed around their sum
-        held = {kind: kind.bytes(books) for kind in TermKind if kind.allocated}
-        rt = runtime(plan, sum(held.values()), state.managed)
+        terms = {kind: kind.bytes(books) for kind in TermKind.held_by_allocator}
+        rt = runtime(plan, sum(terms.values()), state.managed)
         around = Books(plan, state, setup, acts, logits, extra, rt)
-        terms = {kind: held[kind] if kind.allocated else kind.bytes(around) for kind in TermKind}
+        terms.update({kind: kind.bytes(around) for kind in TermKind.beside_allocator})
         offloaded = offloaded_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded)
