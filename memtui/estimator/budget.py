@@ -71,7 +71,10 @@ def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     capacity = plan.hardware.gpu_memory
     total = t.total
     return Budget(
-        terms=tuple(Term(key=kind, bytes=t.terms[kind], source=sources[kind]) for kind in TermKind),
+        terms=tuple(
+            Term(key=kind, bytes=t.terms[kind], source=sources.get(kind, kind.source))
+            for kind in TermKind
+        ),
         static=t.state.total,
         allocated=t.runtime.allocated,
         reserved=t.runtime.reserved,

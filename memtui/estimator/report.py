@@ -34,7 +34,7 @@ class Budget(Frozen):
     """The per-GPU memory budget of one plan."""
 
     terms: tuple[Term, ...]
-    """Every TermKind once, in the enum's order."""
+    """Every TermKind once, in the order they are declared."""
     static: int
     """Weights + gradients + master weights + optimizer states, bytes per GPU."""
     total: int

@@ -12,8 +12,7 @@ The plan's `overhead` settings give each part's size and say where it comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from memtui.estimator.plan import Plan
 from memtui.estimator.units import MiB
@@ -27,8 +26,11 @@ CUBLAS_WORKSPACE_HOPPER = 4096 * 8 * 1024
 CUBLAS_WORKSPACE_OLDER = 4096 * 2 * 1024 + 16 * 8 * 1024
 
 
-@dataclass(frozen=True)
-class RuntimePart:
+# named tuples, not frozen dataclasses: every breakdown makes five of them on the estimator's
+# hot path (the lever list and the micro-batch search), and a tuple is made the fastest
+
+
+class RuntimePart(NamedTuple):
     """One piece of the runtime overhead."""
 
     name: str
@@ -37,8 +39,7 @@ class RuntimePart:
     source: str
 
 
-@dataclass(frozen=True)
-class Runtime:
+class Runtime(NamedTuple):
     """The runtime overhead's parts and the three totals they make with the tensors."""
 
     parts: tuple[RuntimePart, ...]

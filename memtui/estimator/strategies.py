@@ -90,7 +90,6 @@ STRATEGIES: dict[Strategy, StrategySpec] = {
 """Every strategy's spec; `strategy_spec(strategy)` reads it."""
 
 
-
 def strategy_spec(strategy: Strategy) -> StrategySpec:
     """The spec of `strategy`."""
     return STRATEGIES[strategy]

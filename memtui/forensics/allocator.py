@@ -16,6 +16,7 @@ segments grow in place so the slivers stay reusable.
 
 from __future__ import annotations
 
+from memtui.estimator.terms import TermKind
 from memtui.estimator.units import GiB, MiB, ceil_div
 from memtui.forensics.model import AllocatorSettings, Attribution, DeviceSummary, Finding
 
@@ -219,7 +220,7 @@ def _shrink_advice(at_oom: Attribution | None, short: int) -> list[Finding]:
         ]
     live = at_oom.by_term
     total = at_oom.total
-    per_batch = live["activations"] + live["logits"]
+    per_batch = live[TermKind.activations] + live[TermKind.logits]
     out = []
     if per_batch:
         out.append(
@@ -231,17 +232,19 @@ def _shrink_advice(at_oom: Attribution | None, short: int) -> list[Finding]:
                 per_batch // 2,
             )
         )
-    if live["activations"] > max(short, 0):
+    if live[TermKind.activations] > max(short, 0):
         out.append(
             Finding(
                 "advice",
-                f"activation checkpointing: activations held {gib(live['activations'])} at the "
-                "OOM; full checkpointing keeps one layer input per layer (about an order of "
-                "magnitude less, Korthikanti et al. 2022)",
-                live["activations"],
+                f"activation checkpointing: activations held {gib(live[TermKind.activations])} "
+                "at the OOM; full checkpointing keeps one layer input per layer (about an order "
+                "of magnitude less, Korthikanti et al. 2022)",
+                live[TermKind.activations],
             )
         )
-    state = live["optimizer_states"] + live["master_weights"] + live["gradients"]
+    state = (
+        live[TermKind.optimizer_states] + live[TermKind.master_weights] + live[TermKind.gradients]
+    )
     if state > max(short, 0):
         out.append(
             Finding(

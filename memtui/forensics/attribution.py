@@ -32,7 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memtui.forensics.model import BUCKETS, UNATTRIBUTED, Attribution
+from memtui.estimator.terms import TermKind
+from memtui.forensics.model import BUCKETS, UNATTRIBUTED, Attribution, Bucket
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Rule:
     exactly; empty: any) and `contains` (a substring of the function name: C++ frames) belong
     to `term`."""
 
-    term: str
+    term: Bucket
     label: str
     """Short name shown beside the bytes it attributed."""
     source: str
@@ -63,34 +64,34 @@ _OPT = "torch/optim"
 RULES: tuple[Rule, ...] = (
     # --- C++ frames (recorded with stacks="all", the default) -------------------------
     Rule(
-        "gradients",
+        TermKind.gradients,
         "AccumulateGrad (a parameter's .grad)",
         "torch/csrc/autograd/functions/accumulate_grad.h: the grad_fn of every leaf "
         "parameter; it allocates .grad on the first backward",
         contains=("torch::autograd::AccumulateGrad",),
     ),
     Rule(
-        "logits",
+        TermKind.logits,
         "loss backward (log_softmax / nll_loss)",
         "cross_entropy's autograd nodes are LogSoftmaxBackward0 and NllLossBackward0 "
         "(tools/autograd/derivatives.yaml): the logits-sized gradient of the loss",
         contains=("LogSoftmaxBackward", "NllLossBackward", "log_softmax_backward"),
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "autocast's cached low-precision weights",
         "aten/src/ATen/autocast_mode.cpp cached_cast: the bf16/fp16 copy of an fp32 "
         "parameter, kept for the forward and backward (mixed precision's working weights)",
         contains=("autocast::cached_cast",),
     ),
     Rule(
-        "transient",
+        TermKind.transient,
         "DDP reducer buckets",
         "torch/csrc/distributed/c10d/reducer.cpp: DistributedDataParallel's gradient buckets",
         contains=("c10d::Reducer",),
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "backward pass (autograd engine)",
         "torch/csrc/autograd/engine.cpp Engine::evaluate_function and the generated "
         "*Backward0 nodes: the backward working set, which memtui's activations term holds "
@@ -99,7 +100,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- optimizers -----------------------------------------------------------------
     Rule(
-        "optimizer_states",
+        TermKind.optimizer_states,
         "optimizer state init (_init_group)",
         "torch/optim/adam.py Adam._init_group: state['exp_avg'] = torch.zeros_like(p) (every "
         "torch.optim optimizer creates its state in _init_group)",
@@ -107,7 +108,7 @@ RULES: tuple[Rule, ...] = (
         names=("_init_group",),
     ),
     Rule(
-        "optimizer_states",
+        TermKind.optimizer_states,
         "bitsandbytes state init",
         "bitsandbytes/optim/optimizer.py Optimizer2State.init_state: the 8-bit moments and "
         "their absmax",
@@ -115,14 +116,14 @@ RULES: tuple[Rule, ...] = (
         names=("init_state",),
     ),
     Rule(
-        "master_weights",
+        TermKind.master_weights,
         "DeepSpeed ZeRO-3 fp32 partitions",
         "deepspeed/runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3._create_fp32_partitions",
         path="/deepspeed/runtime/zero/",
         names=("_create_fp32_partitions",),
     ),
     Rule(
-        "transient",
+        TermKind.transient,
         "optimizer step temporaries",
         "torch/optim/adam.py _multi_tensor_adam / _single_tensor_adam: the foreach "
         "intermediates of the step (SGD also makes its momentum buffer here on the first step)",
@@ -130,28 +131,28 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- loss and logits ------------------------------------------------------------
     Rule(
-        "logits",
+        TermKind.logits,
         "cross_entropy / log_softmax",
         "torch/nn/functional.py cross_entropy, nll_loss, log_softmax: the loss over the vocabulary",
         path="/torch/nn/functional.py",
         names=("cross_entropy", "nll_loss", "log_softmax"),
     ),
     Rule(
-        "logits",
+        TermKind.logits,
         "Transformers causal-LM loss",
         "transformers/loss/loss_utils.py ForCausalLMLoss (logits.float()) and fixed_cross_entropy",
         path="/transformers/loss/",
     ),
     # --- sharding and communication buffers -------------------------------------------
     Rule(
-        "transient",
+        TermKind.transient,
         "FSDP2 all-gather / reduce-scatter buffers",
         "torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather, "
         "foreach_reduce",
         path="/torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py",
     ),
     Rule(
-        "transient",
+        TermKind.transient,
         "FSDP2 unsharded parameters",
         "torch/distributed/fsdp/_fully_shard/_fsdp_param.py FSDPParam.init_unsharded_param, "
         "alloc_all_gather_outputs",
@@ -159,21 +160,21 @@ RULES: tuple[Rule, ...] = (
         names=("init_unsharded_param", "alloc_all_gather_outputs"),
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "FSDP2 sharded parameters",
         "torch/distributed/fsdp/_fully_shard/_fsdp_param.py FSDPParam._init_sharded_param",
         path="/torch/distributed/fsdp/_fully_shard/_fsdp_param.py",
         names=("_init_sharded_param",),
     ),
     Rule(
-        "transient",
+        TermKind.transient,
         "FSDP unsharded flat parameter",
         "torch/distributed/fsdp/_flat_param.py FlatParamHandle._alloc_padded_unsharded_flat_param",
         path="/torch/distributed/fsdp/_flat_param.py",
         names=("_alloc_padded_unsharded_flat_param",),
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "FSDP flat parameter",
         "torch/distributed/fsdp/_flat_param.py FlatParamHandle._init_flat_param_and_metadata, "
         "flatten_tensors",
@@ -185,7 +186,7 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        "transient",
+        TermKind.transient,
         "DDP bucket rebuild",
         "torch/nn/parallel/distributed.py DistributedDataParallel._pre_forward -> "
         "reducer._rebuild_buckets, _ddp_init_helper",
@@ -194,22 +195,22 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- model weights ----------------------------------------------------------------
     Rule(
-        "weights",
+        TermKind.weights,
         "module construction",
         "torch/nn/modules/linear.py Linear.__init__ / reset_parameters, torch/nn/init.py",
         path="/torch/nn/modules/",
         names=("__init__", "reset_parameters", "_reset_parameters"),
     ),
-    Rule("weights", "parameter init", "torch/nn/init.py", path="/torch/nn/init.py"),
+    Rule(TermKind.weights, "parameter init", "torch/nn/init.py", path="/torch/nn/init.py"),
     Rule(
-        "weights",
+        TermKind.weights,
         "Module.to / load_state_dict",
         "torch/nn/modules/module.py Module.to -> _apply -> convert; load_state_dict",
         path="/torch/nn/modules/module.py",
         names=("_apply", "convert", "to", "cuda", "load_state_dict", "_load_from_state_dict"),
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "Transformers model loading",
         "transformers/modeling_utils.py PreTrainedModel.from_pretrained, "
         "_load_pretrained_model, _init_weights, post_init",
@@ -224,21 +225,23 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "Transformers checkpoint conversion",
         "transformers/core_model_loading.py: weights converted and placed while loading",
         path="/transformers/core_model_loading.py",
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "accelerate set_module_tensor_to_device",
         "accelerate/utils/modeling.py set_module_tensor_to_device (device_map loading)",
         path="/accelerate/utils/modeling.py",
         names=("set_module_tensor_to_device",),
     ),
-    Rule("weights", "safetensors load", "safetensors/torch.py load_file", path="/safetensors/"),
     Rule(
-        "weights",
+        TermKind.weights, "safetensors load", "safetensors/torch.py load_file", path="/safetensors/"
+    ),
+    Rule(
+        TermKind.weights,
         "PEFT adapter creation",
         "peft/tuners/lora/layer.py LoraLayer.update_layer: the adapter's A and B",
         path="/peft/tuners/",
@@ -246,7 +249,7 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- forward activations ------------------------------------------------------------
     Rule(
-        "activations",
+        TermKind.activations,
         "nn.Linear forward",
         "torch/nn/modules/linear.py Linear.forward (its output; see LM_HEAD for the one that "
         "makes the logits)",
@@ -254,26 +257,26 @@ RULES: tuple[Rule, ...] = (
         names=("forward",),
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "torch.nn module forward",
         "torch/nn/modules/*.py forward",
         path="/torch/nn/modules/",
         names=("forward",),
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "torch.nn.functional",
         "torch/nn/functional.py",
         path="/torch/nn/functional.py",
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "activation checkpointing recompute",
         "torch/utils/checkpoint.py: the forward run again inside backward",
         path="/torch/utils/checkpoint.py",
     ),
     Rule(
-        "weights",
+        TermKind.weights,
         "Transformers model construction",
         "transformers/models/llama/modeling_llama.py LlamaRMSNorm.__init__: "
         "nn.Parameter(torch.ones(hidden_size)) (found by tests/test_snapshot_real.py)",
@@ -281,7 +284,7 @@ RULES: tuple[Rule, ...] = (
         names=("__init__", "_init_weights"),
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "Transformers model code",
         "transformers/models/*/modeling_*.py: a model's forward",
         path="/transformers/models/",
@@ -296,7 +299,7 @@ RULES: tuple[Rule, ...] = (
         names=("_engine_run_backward", "backward", "grad"),
     ),
     Rule(
-        "activations",
+        TermKind.activations,
         "a module's forward",
         "any frame named `forward` (a model's own code)",
         names=("forward",),
@@ -308,7 +311,7 @@ RULES: tuple[Rule, ...] = (
 #: `logits = self.lm_head(hidden_states[:, slice_indices, :])` is the only Linear called with
 #: no other model forward between (every layer's Linear sits under LlamaModel.forward too).
 LM_HEAD = Rule(
-    "logits",
+    TermKind.logits,
     "lm_head (Linear called by the outermost model forward)",
     "transformers/models/*/modeling_*.py *ForCausalLM.forward: self.lm_head(hidden_states)",
 )
@@ -338,7 +341,7 @@ def _where(frame: Any) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class Verdict:
-    term: str
+    term: Bucket
     rule: Rule
     site: str
     """The frame that decided, or the innermost Python frame when none did."""
@@ -397,14 +400,14 @@ class Attributor:
     def tally(self, items: Iterable[tuple[int, Any]], measure: str = "size") -> Attribution:
         """Bytes per term of (bytes, frames) pairs, with the rules and sites behind them."""
         by_term = dict.fromkeys(BUCKETS, 0)
-        by_rule: Counter[tuple[str, str]] = Counter()
+        by_rule: Counter[tuple[Bucket, str]] = Counter()
         sites: Counter[str] = Counter()
         count = 0
         for size, frames in items:
             v = self.classify(frames)
             by_term[v.term] += size
             by_rule[(v.term, v.rule.label)] += size
-            if v.term == UNATTRIBUTED:
+            if v.term is UNATTRIBUTED:
                 sites[f"{v.site} ({v.rule.label})"] += size
             count += 1
         return Attribution(

@@ -19,14 +19,23 @@ from dataclasses import dataclass
 from memtui.estimator import Plan, Report
 from memtui.estimator.terms import TermKind
 from memtui.forensics.allocator import gib
-from memtui.forensics.model import ALLOCATOR_TERMS, UNATTRIBUTED, DeviceSummary, Finding
+from memtui.forensics.model import (
+    ALLOCATOR_TERMS,
+    UNATTRIBUTED,
+    Bucket,
+    DeviceSummary,
+    Finding,
+)
 
-LABELS = {**{kind.value: kind.label for kind in TermKind}, UNATTRIBUTED: "Unattributed"}
+LABELS: dict[Bucket, str] = {
+    **{kind: kind.label for kind in TermKind},
+    UNATTRIBUTED: "Unattributed",
+}
 
 
 @dataclass(frozen=True)
 class TermRow:
-    key: str
+    key: TermKind
     label: str
     planned: int
     observed: int
@@ -116,14 +125,10 @@ def compare_plan(d: DeviceSummary, plan: Plan, report: Report) -> PlanComparison
                 r.delta,
             )
         )
-    static_keys = [kind.value for kind in TermKind if kind.static]
-    static_obs = sum(observed.get(k, 0) for k in static_keys)
+    static_obs = sum(observed.get(k, 0) for k in TermKind if k.static)
     by_key = {r.key: r for r in rows}
-    autocast_split = (
-        by_key["weights"].over
-        and by_key["master_weights"].planned > 0
-        and by_key["master_weights"].observed == 0
-    )
+    master = by_key[TermKind.master_weights]
+    autocast_split = by_key[TermKind.weights].over and master.planned > 0 and master.observed == 0
     if autocast_split and static_obs <= budget.static:
         out.append(
             Finding(
@@ -204,7 +209,8 @@ def comparison_json(c: PlanComparison) -> dict[str, object]:
         "plan": c.plan,
         "basis": c.basis,
         "terms": {
-            r.key: {"planned": r.planned, "observed": r.observed, "over": r.over} for r in c.rows
+            r.key.value: {"planned": r.planned, "observed": r.observed, "over": r.over}
+            for r in c.rows
         },
         "unattributed": c.unattributed,
         "planned_total": c.planned_total,

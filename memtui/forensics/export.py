@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.forensics.attribution import Attributor
-from memtui.forensics.model import UNATTRIBUTED
+from memtui.forensics.model import UNATTRIBUTED, Bucket
 from memtui.forensics.reader import RawFile, SnapshotError
 
 #: The opcodes torch/utils/viz/MemoryViz.js `unpickle` decodes (its switch's cases).
@@ -115,7 +115,7 @@ def viewer_snapshot(raw: RawFile) -> dict[str, Any]:
     has_unknown = False
     for trace in data.get("device_traces") or []:
         out = []
-        last_term: dict[Any, str] = {}
+        last_term: dict[Any, Bucket] = {}
         for e in trace if isinstance(trace, list) else []:
             if not isinstance(e, dict):
                 continue
@@ -127,7 +127,8 @@ def viewer_snapshot(raw: RawFile) -> dict[str, Any]:
                     last_term[e.get("addr")] = term
                 else:
                     term = last_term.get(e.get("addr")) or attributor.classify(e.get("frames")).term
-                t["category"] = UNKNOWN if term == UNATTRIBUTED else term
+                # the plain string: the viewer's unpickler knows no classes
+                t["category"] = UNKNOWN if term is UNATTRIBUTED else term.value
             has_unknown = has_unknown or t.get("category") == UNKNOWN
             out.append(t)
         traces.append(out)

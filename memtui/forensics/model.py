@@ -8,16 +8,26 @@ blocks, so no largest free block); the JSON form (`device_json`) keeps them as n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from memtui.estimator.terms import TermKind
 
+
+class Unattributed(str, Enum):
+    """Where bytes go that no rule gives to a plan term: a bucket beside the terms."""
+
+    unattributed = "unattributed"
+
+
+UNATTRIBUTED = Unattributed.unattributed
 #: Plan terms an allocation can be attributed to: the estimator's budget terms that live in
-#: PyTorch's caching allocator (every TermKind but `overhead`: the CUDA context and NCCL's
-#: buffers are allocated outside it, so no snapshot block can be theirs).
-ALLOCATOR_TERMS = tuple(k.value for k in TermKind if k is not TermKind.overhead)
-UNATTRIBUTED = "unattributed"
-BUCKETS = (*ALLOCATOR_TERMS, UNATTRIBUTED)
+#: PyTorch's caching allocator (declared `allocated`; not `overhead`: the CUDA context and
+#: NCCL's buffers are allocated outside it, so no snapshot block can be theirs).
+ALLOCATOR_TERMS = TermKind.held_by_allocator
+Bucket = TermKind | Unattributed
+"""A term an allocation is attributed to, or `unattributed`."""
+BUCKETS: tuple[Bucket, ...] = (*ALLOCATOR_TERMS, UNATTRIBUTED)
 
 
 @dataclass(frozen=True)
@@ -41,9 +51,9 @@ class AllocatorSettings:
 class Attribution:
     """Bytes of a set of allocations per plan term, from their stack frames (heuristic)."""
 
-    by_term: dict[str, int]
+    by_term: dict[Bucket, int]
     """Every key of BUCKETS, `unattributed` included."""
-    by_rule: tuple[tuple[str, str, int], ...] = ()
+    by_rule: tuple[tuple[Bucket, str, int], ...] = ()
     """(term, rule, bytes), largest first: which rule put how much where."""
     unattributed_sites: tuple[tuple[str, int], ...] = ()
     """(innermost frame, bytes), largest first: where the unattributed bytes were allocated."""
@@ -74,7 +84,7 @@ class Oom:
     """Live requested bytes at the OOM, reconstructed from the trace."""
     reserved: int | None = None
     """Reserved bytes at the OOM, reconstructed from the trace's segment events."""
-    term: str | None = None
+    term: Bucket | None = None
     """The plan term the failed request was for, from the OOM entry's frames (heuristic)."""
     site: str | None = None
     """The frame that decided `term`, or the innermost Python frame."""
@@ -163,10 +173,10 @@ def _attribution_json(a: Attribution | None) -> dict[str, Any] | None:
     if a is None:
         return None
     return {
-        "by_term": dict(a.by_term),
+        "by_term": {k.value: b for k, b in a.by_term.items()},
         "measure": a.measure,
         "allocations": a.count,
-        "by_rule": [{"term": t, "rule": r, "bytes": b} for t, r, b in a.by_rule],
+        "by_rule": [{"term": t.value, "rule": r, "bytes": b} for t, r, b in a.by_rule],
         "unattributed_sites": [{"frame": f, "bytes": b} for f, b in a.unattributed_sites],
     }
 
@@ -183,7 +193,7 @@ def device_json(summary: FileSummary, d: DeviceSummary) -> dict[str, Any]:
             "time_us": d.oom.time_us,
             "live_at_oom": d.oom.live,
             "reserved_at_oom": d.oom.reserved,
-            "term": d.oom.term,
+            "term": None if d.oom.term is None else d.oom.term.value,
             "site": d.oom.site,
         }
     by_term = d.at_snapshot.by_term if d.at_snapshot is not None else {}
@@ -205,7 +215,7 @@ def device_json(summary: FileSummary, d: DeviceSummary) -> dict[str, Any]:
         "peak_reserved": d.peak_reserved,
         "oom": oom,
         "ooms": d.ooms,
-        "by_term": dict(by_term),
+        "by_term": {k.value: b for k, b in by_term.items()},
         "attribution": {
             "at_snapshot": _attribution_json(d.at_snapshot),
             "at_peak": _attribution_json(d.at_peak),

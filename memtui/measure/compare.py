@@ -9,6 +9,7 @@ fragmentation).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from enum import Enum
 from typing import Any
 
 from memtui.estimator.budget import breakdown
@@ -17,11 +18,24 @@ from memtui.estimator.plan import Hardware, OverheadSettings, Plan
 from memtui.estimator.terms import TermKind
 from memtui.measure.measurement import Measurement
 
+
+class Measured(str, Enum):
+    """A row beside the budget's terms: their sum, the transient term's parts, the peak."""
+
+    static = "static"
+    backward_buffers = "backward_buffers"
+    step_temporaries = "step_temporaries"
+    peak = "peak"
+
+
+RowKey = TermKind | Measured
+"""What a row compares: a budget term or one of the other figures."""
+
 # Why a measured term can differ from the estimator for reasons it cannot know.
-NOTES = {
-    "optimizer_states": "measured without {counters:,} B of step counters",
-    "activations": "CPU LayerNorm stats in bf16 (CUDA: fp32)",
-    "peak": "storages only: no allocator rounding, no kernel workspace",
+NOTES: dict[RowKey, str] = {
+    TermKind.optimizer_states: "measured without {counters:,} B of step counters",
+    TermKind.activations: "CPU LayerNorm stats in bf16 (CUDA: fp32)",
+    Measured.peak: "storages only: no allocator rounding, no kernel workspace",
 }
 BUFFERS = {
     StackName.trainer: "autocast's bf16 copies of fp32 weights",
@@ -34,7 +48,7 @@ BUFFERS = {
 class Row:
     """One term: predicted and measured bytes, their difference and the relative error."""
 
-    key: str
+    key: RowKey
     label: str
     predicted: int
     measured: int
@@ -52,7 +66,8 @@ class Row:
         return self.difference / self.measured
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "difference": self.difference, "error": self.error}
+        fields = {**asdict(self), "key": self.key.value}
+        return {**fields, "difference": self.difference, "error": self.error}
 
 
 def single_gpu(plan: Plan, gpus: int = 1) -> Plan:
@@ -68,7 +83,7 @@ def single_gpu(plan: Plan, gpus: int = 1) -> Plan:
 
 def _term(kind: TermKind, predicted: int, measured: int, note: str = "", suffix: str = "") -> Row:
     """The row of a budget term: its key and label are the term's own (`suffix` appended)."""
-    return Row(kind.value, kind.label + suffix, predicted, measured, note)
+    return Row(kind, kind.label + suffix, predicted, measured, note)
 
 
 def compare(plan: Plan, measured: Measurement) -> list[Row]:
@@ -87,19 +102,20 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             TermKind.optimizer_states,
             st.optimizer_states,
             m.optimizer_states,
-            NOTES["optimizer_states"].format(counters=m.optimizer_step_counters)
+            NOTES[TermKind.optimizer_states].format(counters=m.optimizer_step_counters)
             if m.optimizer_step_counters
             else "",
         ),
-        Row("static", "Static", st.total, m.static),
+        Row(Measured.static, "Static", st.total, m.static),
         _term(TermKind.activations, t.terms[TermKind.activations], m.activations,
-              NOTES["activations"] if plan.model.architecture.norm_kind == "layernorm" else ""),
+              NOTES[TermKind.activations] if plan.model.architecture.norm_kind == "layernorm"
+              else ""),
         _term(TermKind.logits, t.terms[TermKind.logits], m.logits),
-        Row("backward_buffers", "Backward buffers", t.transient.persistent +
+        Row(Measured.backward_buffers, "Backward buffers", t.transient.persistent +
             t.transient.backward, m.backward_buffers, BUFFERS.get(plan.stack, "")),
-        Row("step_temporaries", "Step temporaries", t.transient.step,
+        Row(Measured.step_temporaries, "Step temporaries", t.transient.step,
             m.step_temporaries, "gradient clipping's norms (scalars)" if plan.stack in
             BUFFERS else ""),
-        Row("peak", "Peak", t.total, m.peak, NOTES["peak"]),
+        Row(Measured.peak, "Peak", t.total, m.peak, NOTES[Measured.peak]),
     ]  # fmt: skip
     return rows

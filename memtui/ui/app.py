@@ -20,7 +20,7 @@ from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.telemetry.text import printable
 from memtui.ui.screen import DashboardScreen
-from memtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
 
 #: Used when no theme file could be loaded at all; memtui's variables get their defaults.
 FALLBACK_THEME = "textual-dark"
@@ -101,8 +101,9 @@ class MemtuiApp(App[None]):
         )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        # the stylesheet uses memtui's variables; any theme (even a built-in) stays parseable
-        return dict(VARIABLE_DEFAULTS)
+        # the stylesheet and the terms' styles use memtui's variables; any theme (even a
+        # built-in) has them
+        return variable_defaults(self.current_theme.dark)
 
     def get_default_screen(self) -> DashboardScreen:
         # the dashboard is the first screen itself (Textual's documented hook), not pushed

@@ -11,12 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from memtui.estimator.units import format_bytes
-from memtui.forensics.compare import LABELS, PlanComparison
+from memtui.forensics.compare import LABELS, PlanComparison, TermRow
 from memtui.forensics.model import (
     BUCKETS,
     UNATTRIBUTED,
     AllocatorSettings,
     Attribution,
+    Bucket,
     DeviceSummary,
     FileSummary,
     Finding,
@@ -124,7 +125,7 @@ def terms_table(d: DeviceSummary, unit: str, comparison: PlanComparison | None) 
     if comparison is not None:
         t.add_column(f"plan {unit}", justify="right", no_wrap=True)
         t.add_column("vs plan", no_wrap=True)
-    planned = {r.key: r for r in comparison.rows} if comparison else {}
+    planned: dict[Bucket, TermRow] = {r.key: r for r in comparison.rows} if comparison else {}
     for key in BUCKETS:
         cells = [LABELS[key]]
         cells += [_b(a.by_term.get(key, 0), unit) for _, a in cols]

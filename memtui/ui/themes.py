@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rich.style import Style
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+from textual.widget import Widget
 
 from memtui.estimator.terms import TermKind
 
@@ -26,24 +28,32 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-#: memtui's own theme variables, one per budget term (`TermKind.theme_variable`, in the
-#: budget's order) plus the bar's empty track and the budget mark. The stylesheet refers to
-#: every one of them, so `VARIABLE_DEFAULTS` keeps the CSS parseable under a theme that leaves
-#: some out.
-TERM_VARIABLES = {kind.value: kind.theme_variable for kind in TermKind}
-VARIABLE_DEFAULTS = {
-    "term-weights": "#5f87ff",
-    "term-gradients": "#af87ff",
-    "term-master-weights": "#d75fd7",
-    "term-optimizer-states": "#ff875f",
-    "term-activations": "#5fd7af",
-    "term-logits": "#d7d75f",
-    "term-transient": "#87afaf",
-    "term-overhead": "#808080",
-    "bar-track": "#3a3a3a",
-    "budget-mark": "#ffffff",
-}
+#: memtui's theme variables beside the terms' own: the bar's empty track and the budget mark.
+_BAR_DEFAULTS = {"bar-track": "#3a3a3a", "budget-mark": "#ffffff"}
 DEFAULT_THEME = "memtui-dark"
+
+
+def variable_defaults(dark: bool = True) -> dict[str, str]:
+    """Every memtui theme variable and its default: one per budget term
+    (`TermKind.theme_variable`, in the budget's order, coloured as its declaration gives for a
+    dark or a light theme), then the bar's track and mark. A theme file overrides any of them;
+    the stylesheet refers to the bar's, so a theme that leaves them out stays parseable."""
+    return {**{kind.theme_variable: kind.colour(dark) for kind in TermKind}, **_BAR_DEFAULTS}
+
+
+def term_styles(widget: Widget) -> dict[TermKind, Style]:
+    """Each term's style where `widget` draws it: its theme colour over the widget's
+    background, as a stylesheet rule `color: $term-...` on a component class of `widget`
+    resolves (textual's DOMNode.rich_style). Read from the declarations at each call, so a
+    term needs no rule of its own in memtui.tcss."""
+    variables = widget.app.theme_variables
+    background = widget.background_colors[1]
+    base = widget.rich_style
+    return {
+        kind: base
+        + Style(color=(background + Color.parse(variables[kind.theme_variable])).rich_color)
+        for kind in TermKind
+    }
 
 
 def _colour(value: str) -> str:
@@ -73,7 +83,7 @@ class ThemeFile(BaseModel):
     surface: str | None = None
     panel: str | None = None
     variables: dict[str, str] = Field(default_factory=dict)
-    """memtui's variables (VARIABLE_DEFAULTS' keys); anything else is a typo and rejected."""
+    """memtui's variables (`variable_defaults`' keys); anything else is a typo and rejected."""
 
     @field_validator(
         "primary", "secondary", "accent", "warning", "error", "success", "foreground",
@@ -86,17 +96,17 @@ class ThemeFile(BaseModel):
     @field_validator("variables")
     @classmethod
     def _check_variables(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(VARIABLE_DEFAULTS))
+        known = variable_defaults()
+        unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(
-                f"unknown variable {unknown[0]!r}; known: {', '.join(VARIABLE_DEFAULTS)}"
-            )
+            raise ValueError(f"unknown variable {unknown[0]!r}; known: {', '.join(known)}")
         return {k: _colour(v) for k, v in value.items()}
 
     def to_theme(self) -> Theme:
-        """The Textual theme, with every memtui variable filled in."""
+        """The Textual theme, with every memtui variable filled in (the terms' defaults for a
+        dark or a light theme, as `dark` says)."""
         data = self.model_dump(exclude={"variables"})
-        return Theme(**data, variables={**VARIABLE_DEFAULTS, **self.variables})
+        return Theme(**data, variables={**variable_defaults(self.dark), **self.variables})
 
 
 @dataclass

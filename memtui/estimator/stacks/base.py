@@ -27,7 +27,7 @@ from memtui.estimator.state import (
     shard,
     trainable_tensors,
 )
-from memtui.estimator.terms import TermKind
+from memtui.estimator.terms import Books, TermKind
 from memtui.estimator.transient import Transient
 
 
@@ -37,7 +37,8 @@ class Breakdown:
     nvidia-smi would show it (`runtime` has the allocated and reserved figures)."""
 
     terms: Mapping[TermKind, int]
-    """Every TermKind, bytes per GPU."""
+    """Every TermKind, bytes per GPU (each from its declaration's `bytes` hook): the
+    allocator's terms, then the others."""
     state: StaticState
     """The static state behind the first four terms."""
     transient: Transient
@@ -53,15 +54,17 @@ class Breakdown:
 
     @property
     def per_sample(self) -> int:
-        """Bytes that grow with the micro-batch (activations and logits)."""
-        return self.terms[TermKind.activations] + self.terms[TermKind.logits]
+        """Bytes that grow with the micro-batch (the `per_sample` terms: activations, logits)."""
+        return sum(self.terms[kind] for kind in TermKind.growing_with_batch)
 
     @property
     def fixed(self) -> int:
-        """Bytes that do not grow with the micro-batch: the state, the runtime and the
-        buffers of the forward/backward phase."""
+        """Bytes that do not grow with the micro-batch: every other term but the transient
+        one (the state, the runtime...), and of that the buffers of the forward/backward
+        phase (its optimizer-step share shrinks as the activations grow: `peak_extra`)."""
         t = self.transient
-        return self.state.total + self.terms[TermKind.overhead] + t.persistent + t.backward
+        grows = self.per_sample + self.terms[TermKind.transient]
+        return self.total - grows + t.persistent + t.backward
 
 
 class BookStack:
@@ -92,7 +95,8 @@ class BookStack:
         raise NotImplementedError
 
     def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:
-        """Where each term's number comes from, for the report (called once per plan)."""
+        """Where each term's number comes from, for the report (called once per plan); a
+        term left out shows its declaration's `source`."""
         raise NotImplementedError
 
     # -- checks and assembly ------------------------------------------------------------------
@@ -124,18 +128,11 @@ class BookStack:
         acts = activation_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         logits = logits_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         extra = self.transient(plan, strategy, state, setup)
-        transient_bytes = extra.peak_extra(acts + logits)
-        tensors = state.total + acts + logits + transient_bytes
-        rt = runtime(plan, tensors, state.managed)
-        terms = {
-            TermKind.weights: state.weights,
-            TermKind.gradients: state.gradients,
-            TermKind.master_weights: state.master_weights,
-            TermKind.optimizer_states: state.optimizer_states,
-            TermKind.activations: acts,
-            TermKind.logits: logits,
-            TermKind.transient: transient_bytes,
-            TermKind.overhead: rt.total,
-        }
+        books = Books(plan, state, setup, acts, logits, extra)
+        # the allocator's terms first: the runtime overhead is computed around their sum
+        terms = {kind: kind.bytes(books) for kind in TermKind.held_by_allocator}
+        rt = runtime(plan, sum(terms.values()), state.managed)
+        around = Books(plan, state, setup, acts, logits, extra, rt)
+        terms.update({kind: kind.bytes(around) for kind in TermKind.beside_allocator})
         offloaded = offloaded_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded)

@@ -17,10 +17,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
 
-from memtui.estimator import Budget
+from memtui.estimator import Budget, TermKind
 from memtui.telemetry import ClusterSnapshot, DeviceKey
 from memtui.ui.gpu_state import GpuHistory, RowStatus
-from memtui.ui.themes import TERM_VARIABLES
+from memtui.ui.themes import term_styles
 from memtui.ui.units import num
 from memtui.ui.widgets.gpu_row import ROW_STYLES, SPARK_WIDTH, GpuRow, RowData
 from memtui.ui.widgets.legend import Legend
@@ -59,10 +59,7 @@ class GpuPanel(Vertical):
     """Legend, plan bar, GPU rows."""
 
     # the rows' classes too: declared once here rather than on every row (see gpu_row)
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        *(f"gpu-panel--{key}" for key in TERM_VARIABLES),
-        *(f"gpu-row--{name}" for name in ROW_STYLES),
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-row--{name}" for name in ROW_STYLES}
     DEFAULT_CSS = """
     GpuPanel { height: auto; }
     GpuPanel > #legend { height: auto; }
@@ -83,7 +80,7 @@ class GpuPanel(Vertical):
         super().__init__(id=id)
         self._initial_rows = rows
         self._row_styles: tuple[str, dict[str, Style]] | None = None
-        self._legend_styles: tuple[str, dict[str, Style]] | None = None
+        self._legend_styles: tuple[str, dict[TermKind, Style]] | None = None
 
     def row_styles(self) -> dict[str, Style]:
         """The rows' styles under the current theme (resolved once per theme)."""
@@ -95,16 +92,16 @@ class GpuPanel(Vertical):
                 n: _without_background(self.get_component_rich_style(f"gpu-row--{n}"))
                 for n in ROW_STYLES
             }
+            styles.update({k: _without_background(s) for k, s in term_styles(self).items()})
             self._row_styles = (theme, styles)
         return self._row_styles[1]
 
-    def legend_styles(self) -> dict[str, Style]:
+    def legend_styles(self) -> dict[TermKind, Style]:
         """The legend's style for each term key under the current theme (resolved once per
         theme, like `row_styles`: every plan change redraws the legend)."""
         theme = self.app.theme
         if self._legend_styles is None or self._legend_styles[0] != theme:
-            styles = {k: self.get_component_rich_style(f"gpu-panel--{k}") for k in TERM_VARIABLES}
-            self._legend_styles = (theme, styles)
+            self._legend_styles = (theme, term_styles(self))
         return self._legend_styles[1]
 
     def compose(self) -> ComposeResult:

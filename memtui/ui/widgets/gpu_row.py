@@ -6,9 +6,10 @@ Wide layout, two lines (the plan's own row shows budget/capacity beside its bar)
 Narrow layout (the screen's `-narrow` class), one line:
     0   ▲ ████████████████████████│█████████··········· 64.4/46.1 GB OVER
 Every row on cards of one size has a bar of the same width, so the budget's mark lines up.
-Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`, resolved
-once by the panel and handed down in `RowData.styles`: a component class declared on every row
-cost each row a stylesheet pass per class); the status is also written out. `row_text` draws
+Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`) and the
+terms' theme variables, resolved once by the panel and handed down in `RowData.styles` (a
+component class declared on every row cost each row a stylesheet pass per class); the status
+is also written out. `row_text` draws
 a row as text, for a `GpuRow` and for the cluster view's compact rows alike.
 """
 
@@ -26,7 +27,6 @@ from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
 from memtui.telemetry.text import printable
 from memtui.ui.gpu_state import HISTORY, RowStatus
-from memtui.ui.themes import TERM_VARIABLES
 from memtui.ui.units import num
 from memtui.ui.widgets.bar import render_bar, sparkline
 
@@ -50,9 +50,9 @@ _STATUS_CLASS = {
 
 _PLAIN = Style()
 
-#: The row's style names; the panel declares them as `gpu-row--NAME` component classes.
+#: The row's style names beside the terms'; the panel declares them as `gpu-row--NAME`
+#: component classes.
 ROW_STYLES = (
-    *TERM_VARIABLES,
     "over",
     "track",
     "mark",
