@@ -2,34 +2,38 @@
 
 A stack turns a plan and a strategy into a `Breakdown`: every term of the per-GPU budget
 (`TermKind`) in bytes, and where each number comes from. `estimate` sums what the plan's stack
-contributes and never looks inside it, so a new stack (its buffers, where its master weights
-live, its gradient dtype) is one module here plus its entry in `STACKS`; what it can run is
-its record in `memtui.estimator.capabilities.CAPABILITIES`.
+contributes and never looks inside it. Each `StackName` keeps its books in the module of this
+package named by its value (`StackName.fsdp2`: `stacks/fsdp2.py`), whose `BookStack` instance
+of that name `STACKS` finds; what it can run is its record in
+`memtui.estimator.capabilities.CAPABILITIES`. So a new stack is its name, its record and its
+module, and nothing here changes.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from memtui.estimator.choices import StackName
 from memtui.estimator.stacks.base import BookStack, Breakdown
-from memtui.estimator.stacks.deepspeed import DEEPSPEED
-from memtui.estimator.stacks.fsdp1 import FSDP1
-from memtui.estimator.stacks.fsdp2 import FSDP2
-from memtui.estimator.stacks.generic import GENERIC
-from memtui.estimator.stacks.litgpt import LITGPT
-from memtui.estimator.stacks.torchtune import TORCHTUNE
-from memtui.estimator.stacks.trainer import TRAINER
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
 
 __all__ = ["STACKS", "BookStack", "Breakdown", "stack_for"]
 
-STACKS: dict[StackName, BookStack] = {
-    stack.name: stack for stack in (GENERIC, TRAINER, DEEPSPEED, FSDP2, FSDP1, TORCHTUNE, LITGPT)
-}
-"""Every stack by its name."""
+
+def _books_of(name: StackName) -> BookStack:
+    """The stack instance in `stacks/<name>.py` (one module per stack, by the enum's value)."""
+    module = import_module(f"{__name__}.{name.value}")
+    found = [v for v in vars(module).values() if isinstance(v, BookStack) and v.name is name]
+    if len(found) != 1:  # a module imports other stacks' instances too: only its own counts
+        raise ImportError(f"{module.__name__} must define one {name.value} BookStack instance")
+    return found[0]
+
+
+STACKS: dict[StackName, BookStack] = {name: _books_of(name) for name in StackName}
+"""Every stack by its name, in the enum's order."""
 
 
 def stack_for(plan: Plan) -> BookStack:
