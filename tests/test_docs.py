@@ -114,11 +114,15 @@ def test_the_document_has_its_sections() -> None:
         "Each training stack",
         "Conventions",
         "How to add",
+        "A budget term",
         "A training stack",
+        "A stack rule",
         "A config format (import and export)",
         "A telemetry source",
         "A lever",
+        "A dashboard panel",
         "A catalog model",
+        "A moment of the step (activations)",
     }
     assert expected <= sections(text)
 
@@ -198,3 +202,20 @@ def test_no_file_cites_the_absent_design_notes() -> None:
         if ABSENT_NOTES.encode() in p.read_bytes()
     ]
     assert citing == []
+
+
+# what a reader of the repository cannot look up: the tracker's issue numbers, the specifying
+# documents by their file names, notes kept outside the repository
+_UNTRACEABLE = re.compile(
+    r"\b[Ii]ssues? \d+\b|\b[Ss]eeds? 0\d\d\b|\bseed0\d\d|/work/scratch|research notes"
+)
+
+
+def test_no_file_cites_what_a_reader_cannot_look_up() -> None:
+    citing = {}
+    for path in repository_files():
+        if path.suffix in (".py", ".c", ".md", ".toml", ".tcss") or path.name == "run":
+            found = _UNTRACEABLE.search(path.read_text(encoding="utf-8", errors="replace"))
+            if found and path != Path(__file__).resolve():
+                citing[str(path.relative_to(ROOT))] = found.group()
+    assert citing == {}
