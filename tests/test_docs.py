@@ -207,7 +207,7 @@ def test_no_file_cites_the_absent_design_notes() -> None:
 # what a reader of the repository cannot look up: the tracker's issue numbers, the specifying
 # documents by their file names, notes kept outside the repository
 _UNTRACEABLE = re.compile(
-    r"\b[Ii]ssues? \d+\b|\b[Ss]eeds? 0\d\d\b|\bseed0\d\d|/work/scratch|research notes"
+    r"\b[Ii]ssues? \d+\b|\b[Ss]eeds? 0\d\d\b|seed0\d\d|/work/scratch|research notes"
 )
 
 
