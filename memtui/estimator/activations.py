@@ -734,6 +734,7 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     return ceil_div(at_loss + max(0, at_layer - at_loss - logits), setup.tp)
 
 
+@memoised  # every breakdown of a stack with buffers of its own asks (buffers_beyond)
 def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> MomentBytes:
     """What the activations and logits terms hold at each moment, per GPU."""
     s, b = seq_len, micro_batch

@@ -109,7 +109,7 @@ class StackCapabilities:
         why = self.why_not(plan.strategy, plan.hardware.gpus)
         if why is not None:
             raise PlanError(why)
-        name = self.name.value
+        name = self.name  # a Choice: formats as its value
         if plan.precision not in self.precisions:
             allowed = ", ".join(p.value for p in Precision if p in self.precisions)
             raise PlanError(

@@ -89,6 +89,9 @@ class Declaration:
 
     def __set_name__(self, owner: type[TermKind], name: str) -> None:
         self._kind = owner.declare(name, self)
+        # the term itself in its place: `TermKind.weights` is then a plain class attribute,
+        # not a call of `__get__` on every read of the estimator's hot path
+        setattr(owner, name, self._kind)
 
     def __get__(self, instance: object, owner: type | None = None) -> TermKind:
         assert self._kind is not None, "a Declaration names a term only in TermKind's body"
@@ -108,6 +111,10 @@ class _Registry(type):
     """The others, whose hooks may read the runtime computed around the first."""
     growing_with_batch: tuple[TermKind, ...] = ()
     """The `per_sample` terms, which the largest micro-batch is solved from."""
+    allocator_hooks: tuple[tuple[TermKind, Callable[[Books], int]], ...] = ()
+    """`held_by_allocator` with each term's `bytes` hook, read once by the hot path."""
+    outside_hooks: tuple[tuple[TermKind, Callable[[Books], int]], ...] = ()
+    """`beside_allocator` with each term's `bytes` hook."""
 
     def __iter__(cls) -> Iterator[TermKind]:
         return iter(cls._order)
@@ -120,6 +127,8 @@ class _Registry(type):
         cls.held_by_allocator = tuple(k for k in cls._order if k.allocated)
         cls.beside_allocator = tuple(k for k in cls._order if not k.allocated)
         cls.growing_with_batch = tuple(k for k in cls._order if k.per_sample)
+        cls.allocator_hooks = tuple((k, k.bytes) for k in cls.held_by_allocator)
+        cls.outside_hooks = tuple((k, k.bytes) for k in cls.beside_allocator)
 
 
 class TermKind(str, metaclass=_Registry):

@@ -41,10 +41,9 @@ def autocast_weight_copies(plan: Plan, setup: Setup, peft: bool) -> int:
     if plan.precision is Precision.fp32:
         return 0
     arch = plan.model.architecture
-    layer, head = _matmul_parameters(plan)
     if plan.method is Method.qlora:
         upcast = (peft and plan.qlora_upcast) or plan.precision is Precision.bf16_autocast
-        return round(2 * head) if upcast else 0
+        return round(2 * _matmul_parameters(plan)[1]) if upcast else 0
     base = 1 if plan.precision is Precision.bf16_autocast else 0  # fp32 base weights
     adapters = 0.0
     if plan.method is not Method.full and (peft or base):
@@ -52,6 +51,9 @@ def autocast_weight_copies(plan: Plan, setup: Setup, peft: bool) -> int:
         # the base dtype and stands in for the module it copies, whose cast the base's count
         # already has
         adapters = parameters_of(split_saved(plan, trainable_tensors(plan))[0])
+    if not base and not adapters:
+        return 0  # bf16 weights (bf16-mixed, bf16-true): autocast has nothing to cast
+    layer, head = _matmul_parameters(plan)
     head_copy = 2 * base * head
     if plan.checkpointing is Checkpointing.none:
         every = 2 * base * arch.num_layers * layer + head_copy + 2 * adapters
@@ -70,7 +72,5 @@ def autocast_weight_copies(plan: Plan, setup: Setup, peft: bool) -> int:
             lm_head_backward=head_copy,
             layer_backward=2 * (base * layer + adapters / arch.num_layers),
         )
-    if not any(held for _, held in moments.items()):
-        return 0  # bf16 weights (bf16-mixed, bf16-true): autocast has nothing to cast
     copies, _ = buffers_beyond(arch, setup, plan.seq_len, plan.micro_batch, moments)
     return copies

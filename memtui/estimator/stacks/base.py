@@ -130,9 +130,10 @@ class BookStack:
         extra = self.transient(plan, strategy, state, setup)
         books = Books(plan, state, setup, acts, logits, extra)
         # the allocator's terms first: the runtime overhead is computed around their sum
-        terms = {kind: kind.bytes(books) for kind in TermKind.held_by_allocator}
+        terms = {kind: hook(books) for kind, hook in TermKind.allocator_hooks}
         rt = runtime(plan, sum(terms.values()), state.managed)
         around = Books(plan, state, setup, acts, logits, extra, rt)
-        terms.update({kind: kind.bytes(around) for kind in TermKind.beside_allocator})
+        for kind, hook in TermKind.outside_hooks:
+            terms[kind] = hook(around)
         offloaded = offloaded_bytes(arch, setup, plan.seq_len, plan.micro_batch)
         return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded)
