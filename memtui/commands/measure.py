@@ -15,6 +15,7 @@ from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan
+    from memtui.estimator.choices import StackName
     from memtui.measure import Measurement, Result
 
 INSTALL_HINT = (
@@ -102,7 +103,7 @@ def _print_table(result: Result) -> None:
         f"[bold]{plan.model.name}[/]: {plan.method.value}, {plan.precision.value}, "
         f"{plan.optimizer.value}, micro-batch {plan.micro_batch} x seq {plan.seq_len}, "
         f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}; "
-        f"{_how(plan.stack.value, m)}"
+        f"{_how(plan.stack, m)}"
     )
     table = Table(title="Predicted vs measured (GB = 10^9 bytes)", title_justify="left")
     table.add_column("Term", no_wrap=True)
@@ -123,13 +124,15 @@ def _print_table(result: Result) -> None:
         console.print(f"[dim]note: {note}[/]")
 
 
-def _how(stack: str, m: Measurement) -> str:
+def _how(stack: StackName, m: Measurement) -> str:
     """How the step was measured, for the table's first line."""
+    from memtui.estimator.choices import StackName
+
     if m.fake:
         return "FakeTensorMode (nothing allocated), one GPU"
-    if stack == "trainer":
+    if stack is StackName.trainer:
         return "a real transformers.Trainer step on CPU, one GPU"
-    if stack == "fsdp2":
+    if stack is StackName.fsdp2:
         return f"Trainer + accelerate FSDP2 over {m.world_size} CPU processes, per GPU (rank 0)"
     return "real step on CPU, one GPU"
 

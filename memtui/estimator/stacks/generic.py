@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from memtui.estimator.activations import Setup
 from memtui.estimator.architecture import Architecture, Role
-from memtui.estimator.choices import Method, StackName, Strategy
+from memtui.estimator.choices import LossKind, Method, StackName, Strategy
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
@@ -128,12 +128,12 @@ class GenericStack(BookStack):
 
 def _loss_text(plan: Plan) -> str:
     v = plan.model.architecture.vocab_size
-    if plan.loss.value == "full":
+    if plan.loss is LossKind.full:
         return (
             f"b s V with V={v:,}: fp32 log-probs, their gradient and the logits' fp32 gradient "
             "at the loss's backward (12 B per logit; memtui measure)"
         )
-    if plan.loss.value == "chunked":
+    if plan.loss is LossKind.chunked:
         return f"b s V with V={v:,}: fp32 log-probs of every chunk (4 B per logit) + one chunk"
     return "fused linear cross-entropy: one chunk of logits at a time (about b s h)"
 
