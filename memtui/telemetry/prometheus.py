@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import ssl
+import stat
 import subprocess
 import time
 import urllib.error
@@ -48,7 +49,8 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from email.message import Message
+from typing import IO, Any
 
 from memtui.errors import SourceError
 from memtui.telemetry.models import (
@@ -59,6 +61,7 @@ from memtui.telemetry.models import (
     SourceState,
 )
 from memtui.telemetry.source import SourceInfo, SourceKind
+from memtui.telemetry.text import printable
 
 MiB = 1024**2
 
@@ -363,9 +366,20 @@ class PrometheusSource:
         )
         if self._authorization is not None:
             request.add_header("Authorization", self._authorization)
+        opener = urllib.request.build_opener(
+            _NoRedirect(), urllib.request.HTTPSHandler(context=self._context)
+        )
         try:
-            with urllib.request.urlopen(request, timeout=left, context=self._context) as answer:
+            with opener.open(request, timeout=left) as answer:
                 payload = answer.read()
+        except _Redirected as err:
+            raise _Failure(
+                SourceState.ERROR,
+                f"Prometheus at {self.url} redirected the query (HTTP {err.code}) to "
+                f"{err.origin}: memtui follows no redirect, so credentials never leave the "
+                "server they were given for",
+                "give --prometheus the URL that answers the query itself",
+            ) from None
         except urllib.error.HTTPError as err:
             raise self._http_failure(err) from None
         except (TimeoutError, urllib.error.URLError, OSError) as err:
@@ -648,6 +662,35 @@ def _json(payload: bytes) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+class _Redirected(urllib.error.HTTPError):
+    """A redirect the source refused; `origin` is where it pointed (scheme, host, port only:
+    a redirect's path or query may carry what the server put there)."""
+
+    def __init__(self, code: int, origin: str) -> None:
+        super().__init__("", code, "redirect refused", Message(), None)
+        self.origin = origin
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse every redirect. urllib's own handler follows one with the request's headers,
+    Authorization included, to any host, even from https to http (Lib/urllib/request.py
+    HTTPRedirectHandler.redirect_request copies every header but the content ones); and the
+    query is a POST, which a redirect turns into a GET without its body anyway."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Message,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        parts = urllib.parse.urlsplit(newurl)
+        origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else "?"
+        raise _Redirected(code, printable(origin)[:200])
+
+
 def _one_line(value: object) -> str:
     return " ".join(str(value).split())[:300]
 
@@ -661,26 +704,54 @@ def authorization(
     credentials. Raises ValueError for an unreadable file or two kinds at once."""
     token = _secret(token_file, "--bearer-token-file") if token_file else None
     basic = _secret(basic_file, "--basic-auth-file") if basic_file else None
+    token_from, basic_from = f"--bearer-token-file {token_file}", f"--basic-auth-file {basic_file}"
     if token is None and basic is None:
         token = environ.get(TOKEN_ENV) or None
         basic = environ.get(BASIC_AUTH_ENV) or None
+        token_from, basic_from = f"${TOKEN_ENV}", f"${BASIC_AUTH_ENV}"
     if token is not None and basic is not None:
         raise SourceError("give a bearer token or basic auth, not both")
     if token is not None:
-        return f"Bearer {token.strip()}"
+        token = token.strip()
+        # RFC 6750 sec. 2.1: a bearer token is visible ASCII (b64token); anything else would
+        # break the header, or inject one after a line break
+        if not token or not all("!" <= c <= "~" for c in token):
+            raise SourceError(
+                f"{token_from}: not a bearer token (empty, or holds a space, a line break or "
+                "another character outside visible ASCII)"
+            )
+        return f"Bearer {token}"
     if basic is not None:
+        basic = basic.strip()
         if ":" not in basic:
-            raise SourceError("basic auth must read user:password")
-        return "Basic " + base64.b64encode(basic.strip().encode()).decode()
+            raise SourceError(f"{basic_from}: basic auth must read user:password")
+        if any(c < " " or c == "\x7f" for c in basic):
+            raise SourceError(f"{basic_from}: holds a line break or another control character")
+        return "Basic " + base64.b64encode(basic.encode()).decode()
     return None
 
 
+MAX_SECRET_BYTES = 64 * 1024
+"""The most a credential file may hold: a bearer token (a JWT included) is a few KiB."""
+
+
 def _secret(path: str, flag: str) -> str:
+    """A credential file's text, read bounded: a regular file only (a FIFO or a device would
+    block or never end), opened without waiting on a FIFO's writer."""
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read().strip()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise SourceError(f"{flag} {path}: not a regular file")
+            data = file.read(MAX_SECRET_BYTES + 1)
     except OSError as err:
         raise SourceError(f"{flag} {path}: {err.strerror or err}") from None
+    if len(data) > MAX_SECRET_BYTES:
+        raise SourceError(f"{flag} {path}: over {MAX_SECRET_BYTES // 1024} KiB, not a credential")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise SourceError(f"{flag} {path}: not UTF-8 text") from None
 
 
 def slurm_job(job: str) -> tuple[list[str], float | None]:
