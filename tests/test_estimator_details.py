@@ -149,7 +149,8 @@ def test_korthikanti_gpt_layer_without_recompute_is_34_plus_5as_over_h():
         ("80GiB", 80 * 2**30),
         ("81559MiB", 81559 * 2**20),
         ("1.5 TB", 1_500_000_000_000),
-        ("123", 123),
+        ("123b", 123),
+        ("0", 0),
     ],
 )
 def test_parse_size(text, expected):
@@ -168,6 +169,32 @@ def test_parse_count(text, expected):
 def test_parse_size_rejects_with_a_hint(bad):
     with pytest.raises(ValueError, match=r"not a size|negative"):
         parse_size(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("24", "'24' has no unit; say 24GB (10^9 bytes), 24GiB (2^30 bytes) or 24b (bytes)"),
+        ("80.5", "'80.5' has no unit; say 80.5GB"),
+        ("24G", "'24G' is not a size; say 24GB (10^9 bytes) or 24GiB"),
+        ("512 Mi", "'512 Mi' is not a size; say 512MB (10^6 bytes) or 512MiB"),
+    ],
+)
+def test_a_size_without_a_unit_is_refused_never_read_as_bytes(text, said):
+    with pytest.raises(ValueError) as err:
+        parse_size(text)
+    assert str(err.value).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [("4090", "rtx4090"), ("RTX 4090", "rtx4090"), ("rtx-3090", "rtx3090"), ("A100 40GB",
+     "a100-40gb"), ("h100", "h100-sxm"), ("H100_SXM", "h100-sxm")],
+)  # fmt: skip
+def test_cards_are_named_as_people_write_them(text, key):
+    from memtui.estimator.hardware import GPUS, gpu_preset
+
+    assert gpu_preset(text) is GPUS[key]
 
 
 def test_format_bytes_says_its_unit():

@@ -7,6 +7,7 @@ per GPU per direction, the figure a ring collective can approach.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memtui.estimator.units import MiB
@@ -43,7 +44,13 @@ GPUS: dict[str, GpuPreset] = {
         GpuPreset("t4", "T4 16GB", 15360 * MiB, "pcie3", 7.5),
     )
 }
-GPU_ALIASES = {"a100": "a100-80gb", "h100": "h100-sxm", "v100": "v100-32gb"}
+GPU_ALIASES = {
+    "a100": "a100-80gb",
+    "h100": "h100-sxm",
+    "v100": "v100-32gb",
+    "4090": "rtx4090",
+    "3090": "rtx3090",
+}
 
 # Bytes/s per GPU per direction. NVLink: NVIDIA's per-GPU totals halved (both directions);
 # PCIe x16: 4.0 16 GB/s, 5.0 32 GB/s... as usable unidirectional figures.
@@ -68,6 +75,14 @@ INTER_NODE: dict[str, float] = {
 
 def gpu_preset(text: str) -> GpuPreset | None:
     """The preset named `text` (case and punctuation tolerant), or None."""
-    key = text.strip().lower().replace(" ", "-").replace("_", "-")
-    key = GPU_ALIASES.get(key, key)
-    return GPUS.get(key)
+    key = _key(text)
+    return _BY_KEY.get(_ALIAS_KEYS.get(key, key))
+
+
+def _key(text: str) -> str:
+    """A card's name without case, spaces or punctuation: "RTX 4090", "rtx-4090", "rtx4090"."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+_BY_KEY = {_key(key): preset for key, preset in GPUS.items()}
+_ALIAS_KEYS = {_key(alias): _key(key) for alias, key in GPU_ALIASES.items()}

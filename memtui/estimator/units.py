@@ -27,6 +27,7 @@ _SIZE_UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
+_POWER = {"K": 3, "M": 6, "G": 9, "T": 12}
 _COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _NUMBER = r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
 
@@ -45,12 +46,28 @@ def _number(
 
 
 def parse_size(text: str) -> int:
-    """'80GB' -> 80e9, '80GiB' -> 80*2^30, '81559MiB' -> bytes; a bare number is bytes."""
-    match = re.fullmatch(_NUMBER + r"\s*([kmgt]i?b|b)?", text.strip().lower())
+    """'80GB' -> 80e9, '80GiB' -> 80*2^30, '81559MiB', '512b' -> bytes. A number without a
+    unit is refused (but 0): '24' meant as 24 GB must not become 24 bytes, and '24G' could
+    mean either GB or GiB, so both ask for the unit."""
+    clean = text.strip()
+    match = re.fullmatch(_NUMBER + r"\s*([kmgt]i?b|b|[kmgt]i?)?", clean.lower())
     if not match:
         raise PlanError(f"{text!r} is not a size", hint="use e.g. 80GB, 80GiB or 81559MiB")
     sign, mantissa, exponent, unit = match.groups()
-    return _number(text, "size", sign, mantissa, exponent, _SIZE_UNITS[unit or ""])
+    if unit is not None and not unit.endswith("b"):  # 24G, 24Gi: which of GB and GiB?
+        number = clean[: len(clean) - len(unit)].strip()
+        prefix = unit[0].upper()
+        raise PlanError(
+            f"{text!r} is not a size",
+            hint=f"say {number}{prefix}B (10^{_POWER[prefix]} bytes) or {number}{prefix}iB",
+        )
+    size = _number(text, "size", sign, mantissa, exponent, _SIZE_UNITS[unit or ""])
+    if unit is None and size:
+        raise PlanError(
+            f"{text!r} has no unit",
+            hint=f"say {clean}GB (10^9 bytes), {clean}GiB (2^30 bytes) or {clean}b (bytes)",
+        )
+    return size
 
 
 def parse_count(text: str) -> int:
