@@ -140,3 +140,16 @@ def test_estimator_imports_no_ui_or_nvml():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_check_exits_1_when_the_plan_does_not_fit_and_0_when_it_does(json_flag):
+    # the 13B analysis: DDP needs 208 GB of static state per GPU on 80 GB cards, ZeRO-3 52 GB
+    over = memtui("estimate", *ANALYSIS_13B_FLAGS, "--strategy", "ddp", "--check", *json_flag)
+    assert over.returncode == 1, over.stderr
+    assert over.stdout  # the report is printed all the same
+    fits = memtui("estimate", *ANALYSIS_13B_FLAGS, "--strategy", "zero3", "--seq-len", "512",
+                  "--check", *json_flag)  # fmt: skip
+    assert fits.returncode == 0, fits.stderr
+    unchecked = memtui("estimate", *ANALYSIS_13B_FLAGS, "--strategy", "ddp", *json_flag)
+    assert unchecked.returncode == 0  # without --check the exit code says nothing of the fit

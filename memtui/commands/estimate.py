@@ -19,6 +19,11 @@ def register(sub: Any) -> None:
     )
     add_plan_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (bytes)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the plan does not fit (a CI gate); 0 when it does",
+    )
     parser.set_defaults(run=run)
 
 
@@ -31,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sources = (imported.provenance, imported.assumptions) if imported else ((), ())
         print(EstimateDocument.of(plan, report, *sources).model_dump_json(indent=2))
-        return 0
+        return _verdict(args, report.budget.fits)
     from memtui.commands.estimate_text import print_report
 
     if imported is not None:
@@ -39,4 +44,10 @@ def run(args: argparse.Namespace) -> int:
 
         print_imported(imported)
     print_report(plan, report)
-    return 0
+    return _verdict(args, report.budget.fits)
+
+
+def _verdict(args: argparse.Namespace, fits: bool) -> int:
+    """The exit code: 1 for a plan that does not fit under --check, else 0 (the report was
+    printed either way; usage errors exit 2 before it)."""
+    return 1 if args.check and not fits else 0
