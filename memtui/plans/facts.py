@@ -17,6 +17,9 @@ Nothing a config names is ever executed or imported.
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,12 +148,28 @@ def _shown(value: Any) -> str:
 _PICKLES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
 
+MAX_CONFIG_BYTES = 8 * 2**20
+"""The most a job-config file may hold: 8 MiB, some thousand times the largest config or launch
+script in the upstream repositories (DeepSpeed and accelerate configs are a few KiB)."""
+MAX_YAML_VALUES = 100_000
+"""The most values a YAML document may hold once its aliases are expanded: a real config has
+hundreds; an alias bomb ("billion laughs", nine aliases of nine) has 10^9 from a kilobyte."""
+
+
 def read_text(path: Path, shown: str) -> str:
-    """The file's text; an unreadable or binary file is one line."""
+    """The file's text, read bounded: a regular file of at most MAX_CONFIG_BYTES (a FIFO, a
+    device or /dev/zero would block or never end; a FIFO is opened without waiting for its
+    writer); an unreadable, oversized or binary file is one line."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ConfigError(f"{shown}: not a regular file (a FIFO, a device or a folder)")
+            data = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as err:
         raise ConfigError(f"{shown}: cannot read it ({err.strerror or err})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{shown}: over {MAX_CONFIG_BYTES // 2**20} MiB, not a job config")
     if data[:1] == b"\x80" or data[:4] == b"PK\x03\x04" or path.suffix in _PICKLES:
         # Trainer's training_args.bin is torch.save's zip of a pickle: loading runs code
         raise ConfigError(
@@ -175,11 +194,24 @@ def parse_json(text: str, shown: str) -> Any:
 
 
 def parse_yaml(text: str, shown: str) -> Any:
-    """YAML through PyYAML's safe loader (plain data only: no tags that build objects)."""
+    """YAML through PyYAML's safe loader (plain data only: no tags that build objects), as
+    `yaml.safe_load` does it (Loader.get_single_data: compose, then construct), with the
+    composed document's size checked in between: aliases share one node, so a document of a
+    few aliases can stand for 10^9 values that anything walking it (a reader, a message)
+    would expand."""
     import yaml  # here only: the CLI must not import it unless a YAML file is read
 
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_VALUES:
+            raise ConfigError(
+                f"{shown}: its aliases expand to more than {MAX_YAML_VALUES:,} values "
+                "(an alias bomb?), or refer to themselves"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
@@ -187,6 +219,39 @@ def parse_yaml(text: str, shown: str) -> Any:
         raise ConfigError(f"{shown}: not valid YAML ({problem}{where})") from None
     except RecursionError:  # PyYAML's composer recurses once per level
         raise ConfigError(f"{shown}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(root: Any) -> float:
+    """How many values the YAML node graph `root` holds with every alias expanded (each
+    shared node counted once per use), without expanding it: sizes are summed bottom-up, each
+    node's once; a node inside itself (a recursive alias) counts as infinite."""
+    sizes: dict[int, float] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            parts = _children(node)
+            sizes[key] = 1 + sum(sizes.get(id(child), math.inf) for child in parts)
+            if sizes[key] > MAX_YAML_VALUES:
+                return sizes[key]
+            continue
+        if key in sizes:
+            continue
+        sizes[key] = math.inf  # in progress: met again below it, it contains itself
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: Any) -> list[Any]:
+    """A YAML node's child nodes (a mapping's keys and values, a sequence's items)."""
+    value = node.value
+    if isinstance(value, list):
+        return [part for item in value for part in (item if isinstance(item, tuple) else (item,))]
+    return []
 
 
 def mapping(data: Any, shown: str, kind: str) -> dict[str, Any]:
