@@ -93,9 +93,9 @@ class Declaration:
         # not a call of `__get__` on every read of the estimator's hot path
         setattr(owner, name, self._kind)
 
-    def __get__(self, instance: object, owner: type | None = None) -> TermKind:
-        assert self._kind is not None, "a Declaration names a term only in TermKind's body"
-        return self._kind
+    if TYPE_CHECKING:  # for mypy only: at run time `__set_name__` put the term in its place
+
+        def __get__(self, instance: object, owner: type | None = None) -> TermKind: ...
 
 
 class _Registry(type):
