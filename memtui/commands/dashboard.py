@@ -166,4 +166,4 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.enable()
     app.run()
-    return 0
+    return app.return_code or 0  # 128 + N after signal N (memtui/ui/signals.py)

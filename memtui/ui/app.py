@@ -20,6 +20,7 @@ from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.telemetry.text import printable
 from memtui.ui.screen import DashboardScreen
+from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
 
 #: Used when no theme file could be loaded at all; memtui's variables get their defaults.
@@ -120,6 +121,8 @@ class MemtuiApp(App[None]):
         )
 
     def on_mount(self) -> None:
+        # on a real terminal the event loop handles the signals, not Textual's driver
+        self.signals = TerminalSignals.install(self)
         if self._snapshot is not None:
             self.action_open_snapshot(self._snapshot)
         for problem in self.theme_problems:  # reported, never fatal
