@@ -10,6 +10,16 @@ processes under one launch are one job across GPUs. Only the environment variabl
 launchers set are kept (`_KEPT`): tokens and secrets in a job's environment are never read
 into memtui's memory beyond that filter, and never shown.
 
+Other users' processes are untrusted: anyone on a shared node can start a process on a GPU
+with any command line. So a command line is read only up to `MAX_COMMAND_LINE` bytes, and of
+the files a command line names (its configs, a `--deepspeed` JSON, torchtune's shipped
+configs in the job's environment) only those of the user running memtui (or root) are read
+(`admit_own_files`: a neighbour's file, or a path under /proc, /sys or /dev, is one line;
+`memtui --from FILE` reads one the user vouches for), through the bounded reader
+(`memtui.plans.facts.read_text`). Looking for jobs and reading a job's files each run under a
+time limit (`ATTACH_TIMEOUT_S`), in a thread abandoned when it hangs (a /proc read of a
+process whose memory map is locked, a config on a stalled network folder).
+
 psutil is read here (the plans layer may; the telemetry layer's process cache joins command
 lines with spaces, which loses the argv a launch is recognised from), imported only when a
 job is looked for.
@@ -20,11 +30,14 @@ from __future__ import annotations
 import glob
 import os
 import sys
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from memtui.errors import one_line
+from memtui.plans.facts import ConfigError
 from memtui.plans.launchers import Launch, recognise
 
 if TYPE_CHECKING:
@@ -37,6 +50,13 @@ _KEPT = frozenset(
      "HOME"}
 )  # fmt: skip
 _MAX_ANCESTORS = 16
+MAX_COMMAND_LINE = 256 * 2**10
+"""The most of a command line attach reads: 256 KiB, far beyond any launch (Linux's own limit
+for one argument is 128 KiB, MAX_ARG_STRLEN in include/uapi/linux/binfmts.h)."""
+ATTACH_TIMEOUT_S = 10.0
+"""How long looking for jobs, or reading one job's files, may take before it is given up."""
+_PSEUDO = frozenset({"proc", "sys", "dev"})
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -111,6 +131,8 @@ def _read(psutil: Any, pid: int) -> tuple[_Proc | None, str | None]:
     try:
         proc = psutil.Process(pid)
         with proc.oneshot():
+            if _command_line_bytes(pid) > MAX_COMMAND_LINE:
+                return None, f"its command line is over {MAX_COMMAND_LINE // 2**10} KiB: not read"
             argv = proc.cmdline()
             parent = proc.ppid()
             try:
@@ -132,8 +154,48 @@ def _read(psutil: Any, pid: int) -> tuple[_Proc | None, str | None]:
     return _Proc(pid, argv, cwd, env, exe, parent), None
 
 
+def _command_line_bytes(pid: int) -> int:
+    """How long `pid`'s command line is, read bounded from /proc (0 where there is no /proc:
+    psutil then reads it its own way)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return len(file.read(MAX_COMMAND_LINE + 1))
+    except OSError:
+        return 0
+
+
+def _within(seconds: float, what: str, work: Callable[[], _T]) -> _T:
+    """`work()` in a daemon thread, given up after `seconds` (a thread stuck in a read cannot
+    be stopped, so it is abandoned); its error re-raised here; ConfigError on time out."""
+    box: list[_T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(work())
+        except BaseException as err:  # re-raised in the caller's thread
+            errors.append(err)
+
+    thread = threading.Thread(target=run, name="memtui-attach", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise ConfigError(f"{what} took over {seconds:g} s: given up")
+    if errors:
+        raise errors[0]
+    return box[0]
+
+
 def find_jobs(processes: Mapping[int, Iterable[str]]) -> Found:
-    """The jobs behind `processes` (PID -> the GPUs it is on, as NVML lists them)."""
+    """The jobs behind `processes` (PID -> the GPUs it is on, as NVML lists them), looked
+    for within ATTACH_TIMEOUT_S (past it: no job, and a note saying so)."""
+    try:
+        return _within(ATTACH_TIMEOUT_S, "reading the GPU processes", lambda: _find_jobs(processes))
+    except ConfigError as err:
+        return Found((), (str(err),))
+
+
+def _find_jobs(processes: Mapping[int, Iterable[str]]) -> Found:
     import psutil  # here only: attach is rare, memtui's start must not pay for it
 
     by_root: dict[int, tuple[Launch, list[int], set[str], dict[str, str], str | None]] = {}
@@ -203,8 +265,35 @@ def torchtune_configs(*executables: str | None) -> list[Path]:
     return found
 
 
+def admit_own_files(path: Path, shown: str) -> None:
+    """Refuse (ConfigError) a file a command line names unless it belongs to the user running
+    memtui, or to root (the system's files: no neighbour can write them; torchtune's shipped
+    configs in a system-wide environment): a neighbour's process may name a FIFO, an alias
+    bomb or a file they keep growing. stat never opens the file, so a FIFO cannot block."""
+    if len(path.parts) > 1 and path.parts[1] in _PSEUDO:
+        raise ConfigError(f"{shown}: under /{path.parts[1]}, not a config file")
+    try:
+        owner = path.stat().st_uid
+    except OSError:
+        return  # missing or unreadable: the reader says which
+    if owner not in (os.getuid(), 0):
+        raise ConfigError(
+            f"{shown}: belongs to another user (uid {owner}); attach reads only your own "
+            "files (give it with --from to read it anyway)"
+        )
+
+
 def plan_for(job: Job, base: Plan) -> tuple[Plan, Imported]:
-    """The plan `job` was launched with, over `base` (ConfigError: one line)."""
+    """The plan `job` was launched with, over `base`, its files read within
+    ATTACH_TIMEOUT_S (ConfigError: one line)."""
+    return _within(
+        ATTACH_TIMEOUT_S, f"reading the files of {job.label}", lambda: _plan_for(job, base)
+    )
+
+
+def _plan_for(job: Job, base: Plan) -> tuple[Plan, Imported]:
+    from pydantic import ValidationError
+
     from memtui.estimator.precedence import merge
     from memtui.plans.imports import import_facts
     from memtui.plans.registry import read_launch
@@ -218,11 +307,15 @@ def plan_for(job: Job, base: Plan) -> tuple[Plan, Imported]:
                 return path
         return None
 
-    facts = read_launch(job.launch, job.env, f"pid {job.root} {job.launch.launcher}", builtin)
+    label = f"pid {job.root} {job.launch.launcher}"
+    facts = read_launch(job.launch, job.env, label, builtin, admit_own_files)
     if "hardware.gpus_per_node" not in facts.values and "world_size" not in facts.values:
         facts.default("hardware.gpus_per_node", len(job.devices), f"on {len(job.devices)} GPUs")
     imported = import_facts(facts, base, set(), job.launch.cwd, model_given=False)
-    merged = merge(base, [imported.layer])
+    try:
+        merged = merge(base, [imported.layer])
+    except (ValidationError, ValueError) as err:  # torchrun --nproc_per_node 10^12
+        raise ConfigError(f"{label}: {one_line(err)}") from None
     imported.notes += merged.notes
     return merged.plan, imported
 

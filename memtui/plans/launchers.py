@@ -163,15 +163,22 @@ def _world(options: Mapping[str, Any], launcher: str) -> dict[str, tuple[Any, st
     """GPUs per node and nodes from torchrun-style options."""
     out: dict[str, tuple[Any, str]] = {}
     nproc = _opt(options, "--nproc_per_node", "--nproc-per-node")
-    if nproc is not None and str(nproc[0]).isdigit():
+    if nproc is not None and _count(nproc[0]):
         out["hardware.gpus_per_node"] = (int(nproc[0]), f"{launcher} {nproc[1]}")
     nnodes = _opt(options, "--nnodes")
     if nnodes is not None:
         # elastic "MIN:MAX": sized for the most nodes it may run on
         top = str(nnodes[0]).split(":")[-1]
-        if top.isdigit():
+        if _count(top):
             out["hardware.nodes"] = (int(top), f"{launcher} {nnodes[1]}")
     return out
+
+
+def _count(value: Any) -> bool:
+    """Whether `value` is a count int() reads: ASCII digits, few enough that a huge one is
+    the plan's one-line range error (int() refuses 4,300 digits; isdigit() takes "²")."""
+    text = str(value)
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _script(

@@ -48,11 +48,13 @@ def read_launch(
     env: Mapping[str, str] | None = None,
     label: str | None = None,
     builtin: Callable[[str], Path | None] | None = None,
+    admit: Callable[[Path, str], None] | None = None,
 ) -> Facts:
     """The facts of a recognised command line: its launcher's options, its config files
     (torchtune's built-in configs found by `builtin`), the script's Trainer arguments and,
-    given a worker's environment, what the launcher put there."""
-    reader = _Reader(launch.cwd)
+    given a worker's environment, what the launcher put there. `admit(path, shown)` raises
+    ConfigError for a file the command line names that must not be read."""
+    reader = _Reader(launch.cwd, admit)
     reader.launch(launch, label or launch.label, env or {}, builtin)
     return merge(reader.parts, label or launch.label)
 
@@ -60,8 +62,9 @@ def read_launch(
 class _Reader:
     """Reads files and launches into a list of facts, following the files they name."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, admit: Callable[[Path, str], None] | None = None) -> None:
         self.cwd = cwd
+        self.admit = admit
         self.parts: list[Facts] = []
         self.seen: set[Path] = set()
 
@@ -77,6 +80,8 @@ class _Reader:
         if resolved in self.seen or len(self.seen) >= _MAX_FILES:
             return
         self.seen.add(resolved)
+        if self.admit is not None:
+            self.admit(resolved, shown)
         if not resolved.is_file():
             what = "no such file" if not resolved.exists() else "not a file"
             raise ConfigError(f"{shown}: {what}")
