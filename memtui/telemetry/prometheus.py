@@ -34,10 +34,12 @@ the environment, never the command line; https verifies with the system's CAs.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import os
 import re
+import select
 import shutil
 import ssl
 import stat
@@ -78,8 +80,19 @@ BASIC_AUTH_ENV = "MEMTUI_PROMETHEUS_BASIC_AUTH"
 STALE_INTERVALS = 3
 #: Stale after this many seconds until a scrape interval has been seen.
 STALE_DEFAULT_S = 30.0
-#: Seconds `squeue` may take.
+#: Seconds `squeue` may take (less when the poll's deadline is nearer).
 SLURM_TIMEOUT_S = 5.0
+MAX_SLURM_BYTES = 2**20
+"""The most of `squeue`'s output read: 1 MiB (its answer for one job is one line)."""
+MAX_HOSTS = 10_000
+"""The most hosts a host list may name: beyond the largest Slurm jobs (some 9,400 nodes on
+Frontier); `gpu[0-999999999]` is refused before a name is made."""
+_MAX_BRACKETS = 8
+_MAX_ERROR_BYTES = 64 * 2**10  # an error answer's body: Prometheus's is one JSON line
+MAX_ANSWER_BYTES = 64 * 2**20
+"""The most of a Prometheus answer read: 64 MiB, some 100,000 series (a few hundred bytes of
+JSON each: a thousand hosts of eight GPUs with their processes); a bigger or endless answer is
+one line."""
 
 _JOB_ID = re.compile(r"[0-9A-Za-z_.+-]+")
 
@@ -94,10 +107,22 @@ class _Failure(Exception):
 
 def expand_hostlist(text: str) -> list[str]:
     """A Slurm host list as names, like `scontrol show hostnames`: "gpu[01-03,07],login1"
-    -> gpu01 gpu02 gpu03 gpu07 login1 (zero padding kept, several ranges per name)."""
+    -> gpu01 gpu02 gpu03 gpu07 login1 (zero padding kept, several ranges per name). A list
+    of more than MAX_HOSTS names (counted before any is made), a reversed range, or one that
+    names no host at all (",,,") is a SourceError."""
+    items = _split_top(text)
+    if any(item.count("[") > _MAX_BRACKETS for item in items):
+        raise SourceError(f"host list {shown(text, 60)}: over {_MAX_BRACKETS} ranges in a name")
+    count = sum(_count_item(item) for item in items)
+    if count > MAX_HOSTS:
+        raise SourceError(
+            f"host list {shown(text, 60)}: names over {MAX_HOSTS:,} hosts, more than any job"
+        )
     hosts: list[str] = []
-    for item in _split_top(text):
+    for item in items:
         hosts.extend(_expand_item(item))
+    if not hosts:
+        raise SourceError(f"host list {shown(text, 60)!r}: names no host")
     return hosts
 
 
@@ -109,29 +134,58 @@ def _split_top(text: str) -> list[str]:
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise SourceError(f"unbalanced ']' in host list {text!r}")
+                raise SourceError(f"unbalanced ']' in host list {shown(text, 60)}")
         elif ch == "," and depth == 0:
             items.append(text[start:i])
             start = i + 1
     if depth:
-        raise SourceError(f"unbalanced '[' in host list {text!r}")
+        raise SourceError(f"unbalanced '[' in host list {shown(text, 60)}")
     items.append(text[start:])
     return [item.strip() for item in items if item.strip()]
 
 
-def _expand_item(item: str) -> list[str]:
+def _ranges(item: str) -> tuple[str, list[tuple[int, int, int]], str] | None:
+    """An item's text before its first bracket, that bracket's ranges (low, high, width) and
+    the text after it; None for a plain name."""
     open_at = item.find("[")
     if open_at < 0:
-        return [item]
+        return None
     close_at = item.index("]", open_at)
     head, body, tail = item[:open_at], item[open_at + 1 : close_at], item[close_at + 1 :]
-    out: list[str] = []
+    ranges = []
     for part in body.split(","):
         low, _, high = part.strip().partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
-            raise SourceError(f"bad range {part!r} in host list {item!r}")
-        width = len(low)
-        for n in range(int(low), int(high or low) + 1):
+        # ASCII digits, few enough for int() (isdigit() alone takes "²"; int() refuses
+        # 4,300 digits)
+        if not _digits(low) or (high and not _digits(high)):
+            raise SourceError(f"bad range {shown(part, 40)!r} in host list {shown(item, 60)}")
+        if int(high or low) < int(low):
+            raise SourceError(f"reversed range {shown(part, 40)!r} in host list {shown(item, 60)}")
+        ranges.append((int(low), int(high or low), len(low)))
+    return head, ranges, tail
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def _count_item(item: str) -> int:
+    """How many names `item` expands to, without making them."""
+    parsed = _ranges(item)
+    if parsed is None:
+        return 1
+    _head, ranges, tail = parsed
+    return sum(high - low + 1 for low, high, _ in ranges) * _count_item(tail)
+
+
+def _expand_item(item: str) -> list[str]:
+    parsed = _ranges(item)
+    if parsed is None:
+        return [item]
+    head, ranges, tail = parsed
+    out: list[str] = []
+    for low, high, width in ranges:
+        for n in range(low, high + 1):
             out.extend(head + str(n).zfill(width) + rest for rest in _expand_item(tail))
     return out
 
@@ -165,6 +219,8 @@ class _Gpu:
     workload: str | None = None
     processes: list[ProcessSnapshot] = field(default_factory=list)
     nvitop: bool = False
+    unreadable: list[str] = field(default_factory=list)
+    """Series whose value is no reading ("DCGM_FI_DEV_FB_USED is nan")."""
 
 
 class PrometheusSource:
@@ -186,8 +242,15 @@ class PrometheusSource:
         deadline_s: float = 4.0,
         stale_after_s: float | None = None,
         clock: Callable[[], float] = time.time,
-        slurm: Callable[[str], tuple[list[str], float | None]] | None = None,
+        slurm: Callable[[str, float], tuple[list[str], float | None]] | None = None,
     ) -> None:
+        if not (url.isascii() and url.isprintable()) or " " in url:
+            # http.client refuses control characters only when sending (InvalidURL, quoting
+            # the URL); everything memtui prints names the URL
+            raise SourceError(
+                f"--prometheus {shown(url, 80)}: a URL is visible ASCII (no spaces or control "
+                "characters; %-encode the others)"
+            )
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SourceError(f"--prometheus {url}: give an http:// or https:// URL")
@@ -255,7 +318,7 @@ class PrometheusSource:
             gpus = self._query_gpus(now, deadline)
             if self._job_by_label and not gpus and self.job is not None:
                 # no series carries hpc_job: the exporters lack the job mapping; ask Slurm
-                self._resolve_job()
+                self._resolve_job(deadline)
                 gpus = self._query_gpus(now, deadline)
         except _Failure as failure:
             return self._failed(failure, now, time.perf_counter() - started)
@@ -315,15 +378,18 @@ class PrometheusSource:
             what = "any host"
         return f"{what}{' and ' + self.selector if self.selector else ''}"
 
-    def _resolve_job(self) -> None:
+    def _resolve_job(self, deadline: float) -> None:
         assert self.job is not None
+        # within the poll's own deadline, so a hanging squeue is named as such (not as a
+        # Prometheus that does not answer)
+        left = min(SLURM_TIMEOUT_S, deadline - time.monotonic())
         try:
-            hosts, since = self._slurm(self.job)
-        except (OSError, subprocess.SubprocessError, ValueError) as err:
+            hosts, since = self._slurm(self.job, max(left, 0.1))
+        except (OSError, subprocess.SubprocessError, ValueError, SourceError) as err:
             raise _Failure(
                 SourceState.ERROR,
                 f'no series carry hpc_job="{self.job}" and Slurm could not list the job\'s '
-                f"nodes ({err})",
+                f"nodes ({shown(_one_line(err))})",
                 "give them with --hosts, or map jobs in dcgm-exporter (--hpc-job-mapping-dir)",
             ) from None
         if not hosts:
@@ -344,6 +410,12 @@ class PrometheusSource:
             if gpu is None or value is None:
                 continue
             kind = metric.get("memtui")
+            if not math.isfinite(value) or (kind != "sample_time" and _bytes(value) is None):
+                # NaN (a gauge the exporter could not read), infinite, negative or past 2^64
+                # bytes: the GPU is shown with the series named, never dropped
+                gpu.unreadable.append(f"{shown(kind or metric.get('__name__') or '?', 40)} "
+                                      f"is {value:g}")  # fmt: skip
+                continue
             if kind == "sample_time":
                 gpu.sample_time = value
             elif kind == "peak":
@@ -371,7 +443,7 @@ class PrometheusSource:
         )
         try:
             with opener.open(request, timeout=left) as answer:
-                payload = answer.read()
+                payload = self._read_answer(answer, deadline)
         except _Redirected as err:
             raise _Failure(
                 SourceState.ERROR,
@@ -382,6 +454,16 @@ class PrometheusSource:
             ) from None
         except urllib.error.HTTPError as err:
             raise self._http_failure(err) from None
+        except (http.client.HTTPException, ValueError) as err:
+            # not OSError: a malformed status line or headers (too many, a line too long), a
+            # URL http.client refuses; only the kind is said, since the text of some quotes
+            # what was sent or received
+            raise _Failure(
+                SourceState.ERROR,
+                f"Prometheus at {self.url} gave no HTTP answer memtui can read "
+                f"({type(err).__name__})",
+                self.info.silent_remedy,
+            ) from None
         except (TimeoutError, urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
             if isinstance(reason, TimeoutError) or isinstance(err, TimeoutError):
@@ -400,17 +482,68 @@ class PrometheusSource:
             error = (data or {}).get("error") or "not a Prometheus API answer"
             raise _Failure(
                 SourceState.ERROR,
-                f"Prometheus at {self.url} refused the query: {_one_line(error)}",
+                f"Prometheus at {self.url} refused the query: {shown(_one_line(error))}",
                 "check --selector, and that the URL is Prometheus's (it serves /api/v1/query)",
             )
-        result = (data.get("data") or {}).get("result")
-        return result if isinstance(result, list) else []
+        return self._series(data.get("data"))
+
+    def _read_answer(self, answer: Any, deadline: float) -> bytes:
+        """The answer's body, at most MAX_ANSWER_BYTES and within the poll's deadline: the
+        socket timeout bounds each read, not a server that trickles bytes or never ends."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = answer.read1(65536)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise _Failure(
+                    SourceState.ERROR,
+                    f"Prometheus at {self.url} answered over {MAX_ANSWER_BYTES // 2**20} MiB: "
+                    "not read",
+                    "select fewer series (--job, --hosts, --selector)",
+                )
+            if time.monotonic() > deadline:
+                raise _Failure(
+                    SourceState.TIMEOUT,
+                    f"{self.info.silent} (its answer did not end within {self.deadline_s:g} s)",
+                    self.info.silent_remedy,
+                )
+            chunks.append(chunk)
+
+    def _series(self, data: Any) -> list[dict[str, Any]]:
+        """The query's series, each {"metric": {label: text}, "value": [...]}, as the HTTP API
+        answers an instant query (prometheus/web/api/v1/api.go, queryData); an answer of
+        another shape (`data` not an object, an item not a series, a label that is not text)
+        is one line, never read in part."""
+        if not isinstance(data, dict):
+            raise self._shape(f"data is {_kind(data)}")
+        result = data.get("result", [])
+        if not isinstance(result, list):
+            raise self._shape(f"result is {_kind(result)}")
+        for number, series in enumerate(result):
+            metric = series.get("metric", {}) if isinstance(series, dict) else None
+            if not isinstance(metric, dict):
+                raise self._shape(f"result item {number} is {_kind(series)}, not a series")
+            bad = next((k for k, v in metric.items() if not isinstance(v, str)), None)
+            if bad is not None:
+                what = f"series {number}: label {shown(bad, 40)} is {_kind(metric[bad])}"
+                raise self._shape(what)
+        return result
+
+    def _shape(self, where: str) -> _Failure:
+        return _Failure(
+            SourceState.ERROR,
+            f"Prometheus at {self.url} answered in a shape memtui cannot read ({where})",
+            "check that the URL is Prometheus's (it serves /api/v1/query)",
+        )
 
     def _http_failure(self, err: urllib.error.HTTPError) -> _Failure:
         detail = ""
-        with_body = _json(err.read() if err.fp is not None else b"")
+        with_body = _json(err.read(_MAX_ERROR_BYTES) if err.fp is not None else b"")
         if with_body is not None and with_body.get("error"):
-            detail = f": {_one_line(with_body['error'])}"
+            detail = f": {shown(_one_line(with_body['error']))}"
         if err.code in (401, 403):
             return _Failure(
                 SourceState.NO_PERMISSION,
@@ -446,7 +579,7 @@ class PrometheusSource:
         nodes = []
         for host in sorted(by_host):
             found = sorted(by_host[host], key=lambda g: (g.index, g.mig_index or -1))
-            current = [g for g in found if g.used is not None]
+            current = [g for g in found if g.used is not None or g.unreadable]
             if not current and (found or host in self._known):
                 # only its peak, or nothing since it answered: it reported, and stopped
                 node = self._lost(host, "stopped reporting", now)
@@ -635,16 +768,17 @@ def _device(gpu: _Gpu) -> DeviceSnapshot:
         workload=gpu.workload,
         # dcgm-exporter lists no processes: the workload labels say who uses the GPU
         processes=tuple(sorted(gpu.processes, key=lambda p: p.pid)),
+        error=f"Prometheus: {', '.join(gpu.unreadable)}" if gpu.unreadable else None,
     )
 
 
 def _number(value: Any) -> float | None:
-    """An instant vector sample [time, "value"] as a float; None when absent or not finite."""
+    """An instant vector sample [time, "value"] as a float (NaN and infinities included:
+    Prometheus writes them "NaN", "+Inf"); None when absent."""
     try:
-        number = float(value[1])
-    except (TypeError, ValueError, IndexError):
+        return float(value[1])
+    except (TypeError, ValueError, IndexError, KeyError):
         return None
-    return number if math.isfinite(number) else None
 
 
 def _bytes(mib: float | None) -> int | None:
@@ -652,6 +786,14 @@ def _bytes(mib: float | None) -> int | None:
     if mib is None or not 0 <= mib * MiB < 2**64:
         return None
     return round(mib * MiB)
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words ("a list", "a number")."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return kinds.get(type(value), "a number")
 
 
 def _json(payload: bytes) -> dict[str, Any] | None:
@@ -754,18 +896,13 @@ def _secret(path: str, flag: str) -> str:
         raise SourceError(f"{flag} {path}: not UTF-8 text") from None
 
 
-def slurm_job(job: str) -> tuple[list[str], float | None]:
-    """The nodes of a Slurm job and when it started, from `squeue` (bounded in time)."""
+def slurm_job(job: str, timeout_s: float = SLURM_TIMEOUT_S) -> tuple[list[str], float | None]:
+    """The nodes of a Slurm job and when it started, from `squeue` (bounded in time and
+    output: `run_bounded`)."""
     squeue = shutil.which("squeue")
     if squeue is None:
         raise OSError("squeue is not on PATH")
-    out = subprocess.run(
-        [squeue, "-h", "-j", job, "-o", "%N|%S"],
-        capture_output=True,
-        text=True,
-        timeout=SLURM_TIMEOUT_S,
-        check=True,
-    ).stdout
+    out = run_bounded([squeue, "-h", "-j", job, "-o", "%N|%S"], timeout_s, MAX_SLURM_BYTES)
     line = out.strip().splitlines()[0] if out.strip() else ""
     nodes, _, start = line.partition("|")
     try:
@@ -773,3 +910,42 @@ def slurm_job(job: str) -> tuple[list[str], float | None]:
     except ValueError:  # "N/A" before it starts
         since = None
     return expand_hostlist(nodes.strip()) if nodes.strip() else [], since
+
+
+def run_bounded(argv: Sequence[str], timeout_s: float, max_bytes: int) -> str:
+    """An external command's output, read at most `max_bytes` and waited for at most
+    `timeout_s` (the command is killed past either); OSError naming the command when it
+    fails, hangs or says too much (its first line of stderr, escaped, when it fails)."""
+    name = os.path.basename(argv[0])
+    deadline = time.monotonic() + timeout_s
+    with subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = bytearray(), bytearray()
+        streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+        try:
+            while streams:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise OSError(f"{name} did not answer within {timeout_s:g} s")
+                ready, _, _ = select.select(list(streams), [], [], left)
+                for fd in ready:
+                    chunk = os.read(fd, 65536)
+                    if chunk:
+                        streams[fd].extend(chunk)
+                    else:
+                        del streams[fd]
+                if len(out) > max_bytes or len(err) > max_bytes:
+                    raise OSError(f"{name} printed over {max_bytes // 2**10} KiB")
+            code = proc.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            raise OSError(f"{name} did not exit within {timeout_s:g} s") from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    if code != 0:
+        first = err.decode(errors="replace").strip().splitlines()[:1]
+        said = f": {shown(first[0], 120)}" if first else ""
+        raise OSError(f"{name} exited with status {code}{said}")
+    return out.decode(errors="replace")
