@@ -429,12 +429,12 @@ class NvmlSource:
         if d.init_error is not None:
             return DeviceSnapshot(**base, lost=True, error=d.init_error, processes=None)
         try:
-            total, used, free, reserved, host = self._memory(d)
+            total, used, free, reserved, host = _readings(*self._memory(d))
             util_gpu = util_mem = None
             if d.utilization_supported:
                 try:
                     rates = nv.nvmlDeviceGetUtilizationRates(d.handle)
-                    util_gpu, util_mem = int(rates.gpu), int(rates.memory)
+                    util_gpu, util_mem = _percent(rates.gpu), _percent(rates.memory)
                 except nv.NVMLError as err:
                     if _code(err) != _NOT_SUPPORTED:
                         raise
@@ -527,7 +527,7 @@ class NvmlSource:
             out.append(
                 ProcessSnapshot(
                     pid=int(p.pid),
-                    used_bytes=None if p.usedGpuMemory is None else int(p.usedGpuMemory),
+                    used_bytes=_reading(p.usedGpuMemory),
                     name=name,
                     user=user,
                     command=command,
@@ -575,3 +575,31 @@ def _invisible_note(
     if used is not None and memory_mode != "host" and used > threshold:
         return "memory in use but no process listed: " + OTHER_NAMESPACE_NOTE
     return None
+
+
+#: NVML's "not available": every bit set in the field's width (nvml.h NVML_VALUE_NOT_AVAILABLE,
+#: -1 as unsigned; pynvml turns it into None for a process's usedGpuMemory only). Anything
+#: from 2^63 bytes up is taken for it: no device holds 8 EiB.
+_NOT_AVAILABLE_FROM = 2**63
+
+
+def _reading(value: int | None, total: int | None = None) -> int | None:
+    """A byte count as NVML gave it, or None (n/a) for its sentinel or more than `total`."""
+    if value is None or not 0 <= int(value) < _NOT_AVAILABLE_FROM:
+        return None
+    if total is not None and int(value) > total:
+        return None  # "free" computed by a driver from a sentinel: total - (2^64 - 1) wraps
+    return int(value)
+
+
+def _readings(
+    total: int | None, used: int | None, free: int | None, reserved: int | None, host: bool
+) -> tuple[int | None, int | None, int | None, int | None, bool]:
+    """`_memory`'s answer with NVML's sentinels read as n/a (never 17 billion GiB used)."""
+    whole = _reading(total)
+    return (whole, _reading(used, whole), _reading(free, whole), _reading(reserved, whole), host)
+
+
+def _percent(value: int) -> int | None:
+    """A utilization rate, None for NVML's 32-bit "not available" or anything past 100."""
+    return int(value) if 0 <= int(value) <= 100 else None

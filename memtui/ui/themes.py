@@ -154,10 +154,15 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
     result = ThemeLoad()
     seen: set[Path] = set()
     for folder in theme_dirs() if dirs is None else dirs:
-        if not folder.is_dir() or folder.resolve() in seen:
+        try:  # an unreadable folder (sudo -E: another user's HOME) is a note, never fatal
+            if not folder.is_dir() or folder.resolve() in seen:
+                continue
+            paths = sorted(folder.glob("*.toml"))
+        except OSError as err:
+            result.errors.append(f"theme folder {shown(folder)}: {err.strerror or err}: skipped")
             continue
         seen.add(folder.resolve())
-        for path in sorted(folder.glob("*.toml")):
+        for path in paths:
             try:
                 theme = load_theme_file(path).to_theme()
             except ValueError as err:
