@@ -13,6 +13,9 @@ OTHER_NAMESPACE_NOTE = (
     "PIDs are host PIDs, names unknown"
 )
 
+#: The most of a command line kept for display (the screen cuts it shorter still).
+MAX_COMMAND = 4096
+
 
 class ProcessInfoCache:
     """psutil lookups cached by PID, hits and misses alike.
@@ -52,7 +55,8 @@ class ProcessInfoCache:
             except (psutil.Error, KeyError):  # KeyError: a UID without a passwd entry
                 user = None
             try:
-                command: str | None = " ".join(proc.cmdline()) or None
+                # cut: a neighbour's command line may be megabytes, cached per process
+                command: str | None = " ".join(proc.cmdline())[:MAX_COMMAND] or None
             except psutil.Error:
                 command = None
         return (name, user, command)

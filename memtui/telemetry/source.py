@@ -10,8 +10,10 @@ what it is. The UI polls from a thread worker, and live sources are wrapped in
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -194,9 +196,13 @@ def poll_safely(source: TelemetrySource) -> ClusterSnapshot:
     try:
         return as_cluster(source.poll())
     except Exception as err:
+        # the kind and where, never the text: an exception's text can quote what a server
+        # sent or a request carried (a header with its credentials)
+        frame = traceback.extract_tb(err.__traceback__)[-1:] or None
+        where = f" at {os.path.basename(frame[0].filename)}:{frame[0].lineno}" if frame else ""
         return failed_cluster(
             SourceState.ERROR,
-            f"telemetry source failed: {type(err).__name__}: {err}",
+            f"telemetry source failed: {type(err).__name__}{where}",
             "please report this; memtui keeps retrying",
             time=time.time(),
             source=source.name,
