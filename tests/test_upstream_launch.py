@@ -557,3 +557,22 @@ def test_the_process_count_in_every_spelling(
     assert code == 0, err
     hardware = json.loads(out)["plan"]["hardware"]
     assert (hardware["gpus_per_node"], hardware["nodes"]) == (gpus, nodes)
+
+
+@pytest.mark.parametrize(
+    ("bf16", "precision"),
+    [("--bf16 false", "bf16-autocast"), ("--fp16 false", "bf16-autocast"), ("", "bf16-autocast")],
+)
+def test_the_trainers_bf16_false_leaves_accelerates_mixed_precision(
+    bf16: str, precision: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """TrainingArguments keeps ACCELERATE_MIXED_PRECISION unless bf16 / fp16 is on
+    (transformers 5.24 training_args.py:1614-1618); TRL's bf16 is on unless set."""
+    config = UPSTREAM / "alignment_handbook" / "recipes" / "accelerate_configs" / "ddp.yaml"
+    (tmp_path / "launch.sh").write_text(
+        f"accelerate launch --config_file {config} scripts/sft.py --model_name_or_path gpt2 "
+        f"--dtype float32 {bf16}\n"
+    )
+    code, out, err = estimate(Case(str(tmp_path), "launch.sh"), monkeypatch, tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["plan"]["precision"] == precision

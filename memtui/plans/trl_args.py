@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from memtui.estimator.choices import Checkpointing
 from memtui.plans import trainer_args
 from memtui.plans.facts import Document, Facts, as_bool, as_int
 
@@ -150,11 +151,11 @@ def read_trl(
         )
     on = {k: as_bool(facts, where(k), args[k]) for k in ("bf16", "fp16") if k in args}
     if not any(on.values()):  # else read_args states the one that is on
-        if "bf16" in on:  # `bf16: false` stated
-            facts.state("amp", "no", where("bf16"))
+        if "bf16" in on:  # `bf16: false` leaves accelerate's mixed_precision, if any
+            facts.default("amp", "no", where("bf16"))
         else:  # bf16 = not fp16 when bf16 is not given
             facts.state("amp", "bf16", f"bf16 ({_SOURCE} default: not fp16, base_config.py:108)")
-    facts.default("checkpointing", trainer_args.Checkpointing.full,
+    facts.default("checkpointing", Checkpointing.full,
                   f"gradient_checkpointing ({_SOURCE} default, base_config.py:62)")  # fmt: skip
     if trainer.max_length is not None:
         facts.default("seq_len", trainer.max_length,
