@@ -368,7 +368,7 @@ CASES: list[Case] = [
          {"stack": "deepspeed", "strategy": "zero1"}),
     # -- transformers' DeepSpeed test configs: fp16/bf16 "auto", no Trainer arguments: fp32 ----
     Case("transformers", "ds_config_zero2.json", {"strategy": "zero2", "offload": "optimizer"},
-         said=(DEEPSPEED_AUTO, GPUS_ASSUMED)),
+         said=(DEEPSPEED_AUTO, GPUS_ASSUMED, "fp16 'enabled' are 'auto'")),
     Case("transformers", "ds_config_zero3.json", {"strategy": "zero3", "offload": "params"}),
     Case("transformers", "ds_config_zero3_bf16.json", {"strategy": "zero3", "offload": "params"}),
 ]  # fmt: skip

@@ -117,7 +117,13 @@ def _mixed_precision(values: dict[str, Fact], out: Derived) -> dict[str, Fact]:
 
 
 def _unresolved_autos(values: dict[str, Fact], base: Plan, out: Derived) -> None:
-    """DeepSpeed's "auto" batch sizes without the Trainer's arguments to fill them."""
+    """DeepSpeed's "auto" batch sizes and precision without the Trainer's arguments to fill
+    them (an `amp` fact is missing only when bf16 / fp16 are "auto": deepspeed_json)."""
+    if "amp" not in values:
+        out.assumptions.append(
+            "bf16 / fp16 'enabled' are 'auto' and no Trainer arguments fill them: sized as "
+            "bf16 (the Trainer without --bf16 or --fp16 trains in fp32: --precision fp32)"
+        )
     for key, name, value in (
         ("micro_batch", "train_micro_batch_size_per_gpu", base.micro_batch),
         ("grad_accum", "gradient_accumulation_steps", base.grad_accum),
