@@ -459,10 +459,12 @@ def test_estimate_json_from_json_files_imports_no_yaml() -> None:
     run = (
         "import io, contextlib\nfrom memtui.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    main(['estimate', '--json', '--from', 'deepspeed/zero3_offload.json',"
+        "    main(['estimate', '--json', '--gpus', '8', '--from', 'deepspeed/zero3_offload.json',"
         " 'trainer/training_args.json'])"
     )
     assert _loaded(run) == []
+    # files that give no GPU count: NVML counts this node's GPUs, and nothing else is loaded
+    assert _loaded(run.replace("'--gpus', '8', ", "")) == ["memtui.telemetry", "pynvml"]
 
 
 def test_estimate_json_without_from_imports_none_of_the_codecs() -> None:

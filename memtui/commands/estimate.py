@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         from memtui.commands.import_text import print_imported
 
         print_imported(imported)
-    print_report(plan, report)
+    print_report(plan, report, gpu_assumption=imported.gpu_assumption if imported else None)
     return _verdict(args, report.budget.fits)
 
 

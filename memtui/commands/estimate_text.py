@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -18,7 +19,10 @@ def _gb(n: int) -> str:
     return f"{n / GB:,.2f}"
 
 
-def print_report(plan: Plan, report: Report, console: Console | None = None) -> None:
+def print_report(
+    plan: Plan, report: Report, console: Console | None = None, gpu_assumption: str | None = None
+) -> None:
+    """The report as text; `gpu_assumption`: the GPU count the verdict rests on, assumed."""
     console = console or Console()
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture
@@ -68,7 +72,11 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     console.print(phases)
     verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
     peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
-    console.print(f"{verdict} (stack: {report.stack}): headroom {_gb(b.headroom)} GB per GPU{peak}")
+    line = f"{verdict} (stack: {report.stack}): headroom {_gb(b.headroom)} GB per GPU{peak}"
+    if gpu_assumption:
+        console.print(f"{line} [yellow]assumed: {escape(gpu_assumption)}[/]", soft_wrap=True)
+    else:
+        console.print(line)
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):

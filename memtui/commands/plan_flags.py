@@ -294,6 +294,25 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     return PlanLayer.dotted("flags", values)
 
 
+def _count_gpus(imported: Imported, default: int) -> None:
+    """GPUs per node where the files give none: this node's (NVML), else memtui's default,
+    said as the import's GPU-count assumption (the verdict line repeats it)."""
+    reason = imported.derived.gpus_unknown
+    if reason is None:
+        return
+    from memtui.telemetry.local_gpus import local_gpu_count
+
+    count = local_gpu_count()
+    if count is not None:
+        imported.derived.set("hardware.gpus_per_node", count, f"{reason}: NVML, this node")
+        return
+    imported.gpu_assumption = (
+        f"GPU count: {reason}; sized for {default} GPUs per node, memtui's default "
+        "(no GPU counted here; --gpus sets it)"
+    )
+    imported.notes.append(imported.gpu_assumption)
+
+
 def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
     """Build a Plan from parsed flags over `base` (a Plan) or the built-in defaults."""
     return plan_and_import(args, base)[0]
@@ -332,6 +351,8 @@ def plan_and_import(
             imported = import_files(files, below, flags.names(), model_given)
             if imported.model is None and not model_given and base is None:
                 imported.notes.append(f"the files name no model: {DEFAULT_MODEL} (--model)")
+            if base is None and "hardware.gpus_per_node" not in flags.names():
+                _count_gpus(imported, below.hardware.gpus_per_node)
             layers.insert(0, imported.layer)
         try:
             merged = merge(start, layers)

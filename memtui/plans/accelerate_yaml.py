@@ -24,7 +24,7 @@ keys for attach.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memtui.estimator.choices import Checkpointing, Offload, Precision, StackName, Strategy
@@ -52,7 +52,9 @@ def read(doc: Document) -> Facts:
 
 def read_config(facts: Facts, data: Mapping[str, Any], doc: Document) -> None:
     """The facts of an accelerate config (`data` as the file or the environment has it)."""
-    kind = str(data.get("distributed_type", "")).upper().removeprefix("DISTRIBUTEDTYPE.")
+    kind = data.get("distributed_type", "")
+    # YAML 1.1 reads an unquoted `distributed_type: NO` as false
+    kind = "NO" if kind is False else str(kind).upper().removeprefix("DISTRIBUTEDTYPE.")
     if not kind:
         raise facts.error("distributed_type", "missing (accelerate requires it)")
     engine = _ENGINES.get(kind)
@@ -74,10 +76,17 @@ def read_config(facts: Facts, data: Mapping[str, Any], doc: Document) -> None:
         text = str(amp).lower()
         if text not in _AMP:
             raise facts.error(key, f"no, fp16, bf16 or fp8, not {amp!r}")
-        facts.state("amp", text, key)
-        if text == "fp8":
-            facts.assume("fp8 mixed precision counted as bf16 (memtui has no fp8 terms)")
-    _machines(facts, data)
+        launcher_amp(facts, text, key)
+    if kind == "NO":
+        # launch_command runs simple_launcher for NO: one process whatever num_processes says
+        # (accelerate 1.15 commands/launch.py launch_command, _validate_launch_command)
+        facts.state("hardware.gpus_per_node", 1, "distributed_type NO (one process)")
+        facts.state("hardware.nodes", 1, "distributed_type NO (one process)")
+        if str(data.get("num_processes", 1)) not in ("1", "-1"):
+            facts.assume(f"distributed_type NO runs one process: num_processes "
+                         f"{data['num_processes']} is not used")  # fmt: skip
+    else:
+        machines(facts, data, lambda key: key)
     if engine == "fsdp":
         settings = unprefixed(mapping(data.get("fsdp_config") or {}, facts.source, "fsdp_config"))
         version = fsdp_version(facts, "fsdp_config.fsdp_version", settings.get("version", 1))
@@ -93,20 +102,32 @@ def read_config(facts: Facts, data: Mapping[str, Any], doc: Document) -> None:
                                 "parallelism_config"))  # fmt: skip
 
 
-def _machines(facts: Facts, data: Mapping[str, Any]) -> None:
-    machines = as_int(facts, "num_machines", data.get("num_machines", 1))
+def launcher_amp(facts: Facts, text: str, where: str) -> None:
+    """accelerate's `mixed_precision`: the Trainer's own `bf16` / `fp16`, when given, win
+    (transformers 5.24 training_args.py:1614-1618 sets the Accelerator's mixed_precision from
+    them over ACCELERATE_MIXED_PRECISION; trainer.py:744 passes it on): `derive` decides."""
+    if text not in _AMP:
+        raise facts.error(where, f"no, fp16, bf16 or fp8, not {text!r}")
+    facts.state("launcher_amp", text, where)
+    if text == "fp8":
+        facts.assume("fp8 mixed precision counted as bf16 (memtui has no fp8 terms)")
+
+
+def machines(facts: Facts, data: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    """`num_processes` (every GPU of every machine) and `num_machines`."""
+    count = as_int(facts, where("num_machines"), data.get("num_machines", 1))
     processes = data.get("num_processes")
     if processes is None or str(processes) == "-1":
-        if machines > 1:
-            facts.state("hardware.nodes", machines, "num_machines")
+        if count > 1:
+            facts.state("hardware.nodes", count, where("num_machines"))
         return  # accelerate launch then needs --num_processes (its own error)
-    total = as_int(facts, "num_processes", processes)
-    if total % machines:
+    total = as_int(facts, where("num_processes"), processes)
+    if total % count:
         raise facts.error(
-            "num_processes", f"{total} processes do not split evenly over {machines} machines"
+            where("num_processes"), f"{total} processes do not split evenly over {count} machines"
         )
-    facts.state("hardware.gpus_per_node", total // machines, "num_processes")
-    facts.state("hardware.nodes", machines, "num_machines")
+    facts.state("hardware.gpus_per_node", total // count, where("num_processes"))
+    facts.state("hardware.nodes", count, where("num_machines"))
 
 
 def _deepspeed(facts: Facts, ds: Mapping[str, Any], doc: Document) -> None:
@@ -148,6 +169,10 @@ def _parallelism(facts: Facts, pc: Mapping[str, Any]) -> None:
         facts.state("tp", tp, "parallelism_config.parallelism_config_tp_size")
     if cp > 1:
         facts.assume(f"context parallel {cp} not modelled: activations counted whole (over)")
+    sp = size("sp")  # DeepSpeed's Ulysses sequence parallelism (ALST), accelerate 1.15
+    if sp > 1:
+        facts.assume(f"parallelism_config_sp_size {sp}: sequence parallelism not modelled, "
+                     "activations counted whole (over)")  # fmt: skip
     if replicate > 1 and shard > 1:
         where = "parallelism_config.parallelism_config_dp_shard_size"
         facts.state("strategy", Strategy.hsdp, where)

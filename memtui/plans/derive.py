@@ -39,6 +39,9 @@ class Derived:
     changes: dict[str, Any] = field(default_factory=dict)
     provenance: list[Provenance] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    gpus_unknown: str | None = None
+    """Why the files give no GPU count per node (None: they give it); the command layer
+    counts the node's GPUs, or says the count it assumed."""
 
     def set(self, name: str, value: Any, *origins: str) -> None:
         """Set plan field `name` (dotted for nested: hardware.nodes) from `origins`."""
@@ -65,7 +68,7 @@ def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     """The plan fields `facts` decide over `base`; `given`: fields the flags set (they win,
     so a value memtui cannot size in such a field is no error)."""
     out = Derived(assumptions=list(facts.assumptions))
-    values = facts.values
+    values = _mixed_precision(facts.values, out)
     for key, fact in values.items():
         if isinstance(fact.value, Unsupported) and key not in given:
             raise ConfigError(
@@ -85,13 +88,42 @@ def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     _precision(values, base, stack or base.stack, out)
     _hardware(values, base, out)
     _deepspeed_batch(values, base, out)
+    if "gpus_per_node" not in out.changes.get("hardware", {}):
+        said = values.get("gpus_default")
+        out.gpus_unknown = said.value if said else "no file gives the GPU count"
     if stack is StackName.deepspeed and "trainer" not in values:
         _unresolved_autos(values, base, out)
     return out
 
 
+def _mixed_precision(values: dict[str, Fact], out: Derived) -> dict[str, Fact]:
+    """The `amp` the job runs: the Trainer's (or DeepSpeed's) when stated, else accelerate's
+    `mixed_precision`, else the Trainer's default. TrainingArguments sets the Accelerator's
+    mixed precision from bf16 / fp16 over ACCELERATE_MIXED_PRECISION, which accelerate launch
+    sets from its config (transformers 5.24 training_args.py:1614-1618, trainer.py:744)."""
+    launcher = values.get("launcher_amp")
+    if launcher is None:
+        return values
+    values = {k: f for k, f in values.items() if k != "launcher_amp"}
+    stated = values.get("amp")
+    if stated is None or stated.default:
+        values["amp"] = launcher
+    elif stated.value != launcher.value:
+        out.assumptions.append(
+            f"{stated.origin} ({stated.value}) wins over {launcher.origin} ({launcher.value}): "
+            "the Trainer sets the Accelerator's mixed precision"
+        )
+    return values
+
+
 def _unresolved_autos(values: dict[str, Fact], base: Plan, out: Derived) -> None:
-    """DeepSpeed's "auto" batch sizes without the Trainer's arguments to fill them."""
+    """DeepSpeed's "auto" batch sizes and precision without the Trainer's arguments to fill
+    them (an `amp` fact is missing only when bf16 / fp16 are "auto": deepspeed_json)."""
+    if "amp" not in values:
+        out.assumptions.append(
+            "bf16 / fp16 'enabled' are 'auto' and no Trainer arguments fill them: sized as "
+            "bf16 (the Trainer without --bf16 or --fp16 trains in fp32: --precision fp32)"
+        )
     for key, name, value in (
         ("micro_batch", "train_micro_batch_size_per_gpu", base.micro_batch),
         ("grad_accum", "gradient_accumulation_steps", base.grad_accum),

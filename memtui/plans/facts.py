@@ -28,7 +28,9 @@ from memtui.errors import UsageError
 JOB_FACTS = {
     "engine": "what shards and steps the model: deepspeed, fsdp or ddp",
     "fsdp_version": "1 (FullyShardedDataParallel) or 2 (fully_shard)",
-    "amp": "mixed precision the launcher turns on: bf16, fp16, fp8 or no",
+    "amp": "mixed precision the Trainer or the engine turns on: bf16, fp16, fp8 or no",
+    "launcher_amp": "accelerate's mixed_precision: the Trainer's own bf16 / fp16 win over it",
+    "gpus_default": "why the launch runs one process per GPU of the node (no count given)",
     "load_dtype": "the dtype the model is loaded in: bf16, fp16, fp32 or auto",
     "trainer": "Transformers' Trainer runs the loop",
     "world_size": "processes in all, when the split into nodes is not known",

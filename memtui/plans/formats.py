@@ -158,6 +158,7 @@ FORMATS = FormatRegistry(
     ConfigFormat(
         "llamafactory", "LLaMA-Factory YAML", "memtui.plans.llamafactory_yaml", (".yaml", ".yml")
     ),
+    ConfigFormat("trl", "TRL config YAML", "memtui.plans.trl_args", (".yaml", ".yml")),
     ConfigFormat(
         "trainer-args",
         "TrainingArguments JSON",

@@ -38,6 +38,9 @@ class Imported:
     """The files' model (None: none named, or --model / --params given)."""
     notes: list[str] = field(default_factory=list)
     """What the chosen stack changed in fields the files set."""
+    gpu_assumption: str | None = None
+    """The GPU count assumed because neither the files nor this node gave one (the verdict
+    line says it)."""
 
     @property
     def provenance(self) -> tuple[Provenance, ...]:

@@ -15,8 +15,19 @@ a `Launch` out (or None). Recognised, with their own option syntax:
   axolotl.cli.train CONFIG`;
 - `llamafactory-cli train CONFIG [key=value...]` (llamafactory/cli.py) and its torchrun
   workers `python .../llamafactory/launcher.py CONFIG`;
+- `trl sft|dpo|grpo|kto|reward|rloo ...` (trl 1.16 cli/commands/training.py: accelerate
+  launch options and `--accelerate_config` mixed with the script's, `--config` a YAML);
 - any `python script.py --deepspeed ds.json --per_device_train_batch_size 4 ...`: the
-  Trainer's arguments (or one .json/.yaml argument: HfArgumentParser's config file).
+  Trainer's arguments (or one .json/.yaml argument: HfArgumentParser's config file, or
+  TrlParser's `--config FILE`, trl 1.16 scripts/utils.py:321).
+GPUs per node: the launcher's option, else its default: torchrun's `--nproc-per-node` is 1
+(torch 2.13 distributed/run.py:433, also read from PET_NPROC_PER_NODE); `gpu`/`auto`,
+`accelerate launch` without a config or `--num_processes` (commands/launch.py:1308-1324),
+`deepspeed` without `--num_gpus`/`--include` (launcher/runner.py:467-472), `llamafactory-cli`
+without NPROC_PER_NODE (LLaMA-Factory cli.py: NNODES default 1, NPROC_PER_NODE default the
+device count) and a script started by `python` alone (one process; the Trainer's
+nn.DataParallel over every visible GPU, transformers 5.24 trainer.py:2680) use every GPU
+of the node: `gpus_default` says so and the command layer counts them.
 Relative paths resolve against the process's working folder. Workers started by torchrun
 carry WORLD_SIZE and LOCAL_WORLD_SIZE, accelerate's carry ACCELERATE_* / FSDP_* variables:
 `environment_facts` reads them.
@@ -56,8 +67,13 @@ _DEEPSPEED_FLAGS = frozenset(
 _PYTHON = re.compile(r"python[0-9.]*$")
 #: Launchers are console scripts: a process shows them as `python /venv/bin/torchrun ...`
 _LAUNCHER_SCRIPTS = frozenset(
-    {"torchrun", "accelerate", "deepspeed", "tune", "axolotl", "llamafactory-cli", "lmf"}
+    {"torchrun", "accelerate", "deepspeed", "tune", "axolotl", "llamafactory-cli", "lmf", "trl"}
 )
+#: The most processes per node a launch may ask for (a Plan's gpus_per_node bound)
+MAX_GPUS_PER_NODE = 1024
+#: `trl` subcommands that train (trl 1.16 cli/commands/__init__.py get_commands)
+TRL_COMMANDS = frozenset({"sft", "dpo", "grpo", "kto", "reward", "rloo", "distillation"})
+_EVERY_GPU = "every GPU of the node"
 
 
 @dataclass(frozen=True)
@@ -93,6 +109,8 @@ class Launch:
     """Plan facts the launcher's own options give: key -> (value, option)."""
     accelerate_flags: dict[str, Any] = field(default_factory=dict)
     """`accelerate launch` options, as accelerate config keys (they override its file)."""
+    every_gpu: str | None = None
+    """Why the launch starts one process per GPU of the node, when it gives no count."""
 
     @property
     def label(self) -> str:
@@ -113,7 +131,7 @@ def recognise(
     if _PYTHON.match(program):
         return _python(argv, rest, cwd, env)
     if program == "torchrun":
-        return _torchrun(argv, rest, cwd, "torchrun")
+        return _torchrun(argv, rest, cwd, "torchrun", env)
     if program == "accelerate" and rest[:1] == ["launch"]:
         return _accelerate(argv, rest[1:], cwd, env)
     if program == "deepspeed":
@@ -123,7 +141,9 @@ def recognise(
     if program == "axolotl" and rest[:1] in (["train"], ["preprocess"]):
         return _axolotl(argv, rest[1:], cwd)
     if program in ("llamafactory-cli", "lmf") and rest[:1] == ["train"]:
-        return _llamafactory(argv, rest[1:], cwd, "llamafactory-cli train")
+        return _llamafactory(argv, rest[1:], cwd, "llamafactory-cli train", env)
+    if program == "trl" and rest[:1] and rest[0] in TRL_COMMANDS:
+        return _trl(argv, rest[0], rest[1:], cwd, env)
     return None
 
 
@@ -159,26 +179,53 @@ def _opt(options: Mapping[str, Any], *names: str) -> tuple[Any, str] | None:
     return None
 
 
-def _world(options: Mapping[str, Any], launcher: str) -> dict[str, tuple[Any, str]]:
-    """GPUs per node and nodes from torchrun-style options."""
+def _count(value: Any, where: str) -> int:
+    """A process count a launcher option gives (one line when it is no sane count)."""
+    from memtui.plans.facts import ConfigError
+    from memtui.text import shown
+
+    text = str(value).strip()
+    # isdigit() alone takes "²", which int() refuses; 4 digits at most: int() of a 4,300-digit
+    # string raises
+    if not (text.isascii() and text.isdigit() and len(text) <= 4) or not (
+        1 <= int(text) <= MAX_GPUS_PER_NODE
+    ):
+        raise ConfigError(
+            f"{where} {shown(text, 40)}: not a process count (1 to {MAX_GPUS_PER_NODE})"
+        )
+    return int(text)
+
+
+def _world(
+    options: Mapping[str, Any], launcher: str, env: Mapping[str, str] | None = None,
+    default: bool = False,
+) -> tuple[dict[str, tuple[Any, str]], str | None]:  # fmt: skip
+    """(GPUs per node and nodes, why every GPU of the node) from torchrun-style options, or
+    torchrun's PET_* variables (its `env` action reads PET_NPROC_PER_NODE, PET_NNODES), and
+    with `default` torchrun's one process when no count is given."""
+    env = env or {}
     out: dict[str, tuple[Any, str]] = {}
+    every = None
     nproc = _opt(options, "--nproc_per_node", "--nproc-per-node")
-    if nproc is not None and _count(nproc[0]):
-        out["hardware.gpus_per_node"] = (int(nproc[0]), f"{launcher} {nproc[1]}")
+    if nproc is None and env.get("PET_NPROC_PER_NODE"):
+        nproc = (env["PET_NPROC_PER_NODE"], "PET_NPROC_PER_NODE")
+    if nproc is None:
+        if default:
+            out["hardware.gpus_per_node"] = (1, f"{launcher} --nproc-per-node (default 1)")
+    elif str(nproc[0]).strip().lower() in ("gpu", "auto"):
+        every = f"{launcher} {nproc[1]} {nproc[0]}: {_EVERY_GPU}"
+    elif str(nproc[0]).strip().lower() != "cpu":
+        where = f"{launcher} {nproc[1]}"
+        out["hardware.gpus_per_node"] = (_count(nproc[0], where), where)
     nnodes = _opt(options, "--nnodes")
+    if nnodes is None and env.get("PET_NNODES"):
+        nnodes = (env["PET_NNODES"], "PET_NNODES")
     if nnodes is not None:
         # elastic "MIN:MAX": sized for the most nodes it may run on
         top = str(nnodes[0]).split(":")[-1]
-        if _count(top):
-            out["hardware.nodes"] = (int(top), f"{launcher} {nnodes[1]}")
-    return out
-
-
-def _count(value: Any) -> bool:
-    """Whether `value` is a count int() reads: ASCII digits, few enough that a huge one is
-    the plan's one-line range error (int() refuses 4,300 digits; isdigit() takes "²")."""
-    text = str(value)
-    return text.isascii() and text.isdigit() and len(text) <= 18
+        where = f"{launcher} {nnodes[1]}"
+        out["hardware.nodes"] = (_count(top, where), where)
+    return out, every
 
 
 def _script(
@@ -223,10 +270,12 @@ def _trainer_configs(args: list[str], cwd: Path) -> tuple[ConfigRef, ...]:
         refs.append(ConfigRef(_path(cwd, args[0]), "script argument"))
     for i, token in enumerate(args):
         name, eq, value = token.partition("=")
-        if name == "--deepspeed_config":
+        if name in ("--deepspeed_config", "--config"):
             value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-            if value:
+            if name == "--deepspeed_config" and value:
                 refs.append(ConfigRef(_path(cwd, value), "--deepspeed_config", "deepspeed"))
+            elif value.endswith((".yaml", ".yml")):  # TrlParser.parse_args_and_config
+                refs.append(ConfigRef(_path(cwd, value), "--config", "trl"))
     return tuple(refs)
 
 
@@ -255,7 +304,7 @@ def _module(
     env: Mapping[str, str] | None = None,
 ) -> Launch | None:  # fmt: skip
     if name in ("torch.distributed.run", "torch.distributed.launch"):
-        return _torchrun(argv, args, cwd, f"python -m {name}")
+        return _torchrun(argv, args, cwd, f"python -m {name}", env)
     if name == "accelerate.commands.launch":
         return _accelerate(argv, args, cwd, env or {})
     if name == "deepspeed.launcher.runner":
@@ -285,7 +334,8 @@ def _plain(argv: list[str], script: str, args: list[str], cwd: Path) -> Launch |
     named = {t[2:].partition("=")[0].replace("-", "_") for t in args if t.startswith("--")}
     if not configs and not named & KNOWN:
         return None
-    return Launch("python", tuple(argv), cwd, script, configs, tuple(args))
+    every = f"python without a launcher: one process, nn.DataParallel over {_EVERY_GPU}"
+    return Launch("python", tuple(argv), cwd, script, configs, tuple(args), every_gpu=every)
 
 
 def _file_script(script: str, args: list[str], cwd: Path, argv: list[str]) -> Launch | None:
@@ -298,13 +348,15 @@ def _file_script(script: str, args: list[str], cwd: Path, argv: list[str]) -> La
     return None
 
 
-def _torchrun(argv: list[str], rest: list[str], cwd: Path, launcher: str) -> Launch:
+def _torchrun(
+    argv: list[str], rest: list[str], cwd: Path, launcher: str, env: Mapping[str, str] | None = None
+) -> Launch:
     options, rest = _options(rest, _TORCHRUN_FLAGS)
-    settings = _world(options, launcher)
+    settings, every = _world(options, launcher, env, default=True)
     if options.get("--standalone") and "hardware.nodes" not in settings:
         settings["hardware.nodes"] = (1, f"{launcher} --standalone")
     module = bool(_opt(options, "-m", "--module"))
-    return _script(argv, rest, cwd, launcher, settings, module=module)
+    return _script(argv, rest, cwd, launcher, settings, module=module, every_gpu=every)
 
 
 def _accelerate(argv: list[str], rest: list[str], cwd: Path, env: Mapping[str, str]) -> Launch:
@@ -335,8 +387,13 @@ def _accelerate(argv: list[str], rest: list[str], cwd: Path, env: Mapping[str, s
         elif key.startswith("parallelism_config_"):
             flags.setdefault("parallelism_config", {})[key] = value
     module = bool(_opt(options, "-m", "--module"))
+    every = None
+    if "num_processes" in flags:
+        flags["num_processes"] = _count(flags["num_processes"], "accelerate launch --num_processes")
+    elif not configs:
+        every = f"accelerate launch without a config or --num_processes: {_EVERY_GPU}"
     return _script(argv, rest, cwd, "accelerate launch", {}, module=module,
-                   accelerate_flags=flags, configs=tuple(configs))  # fmt: skip
+                   accelerate_flags=flags, configs=tuple(configs), every_gpu=every)  # fmt: skip
 
 
 def default_accelerate_config(env: Mapping[str, str]) -> Path:
@@ -363,12 +420,19 @@ def _deepspeed(argv: list[str], rest: list[str], cwd: Path) -> Launch:
     nodes = _opt(options, "--num_nodes", "--num-nodes")
     if nodes is not None and str(nodes[0]).isdigit():
         settings["hardware.nodes"] = (int(nodes[0]), f"deepspeed {nodes[1]}")
-    return _script(argv, rest, cwd, "deepspeed", settings, module="--module" in options)
+    every = None
+    if "hardware.gpus_per_node" in settings:
+        value, where = settings["hardware.gpus_per_node"]
+        settings["hardware.gpus_per_node"] = (_count(value, where), where)
+    else:
+        every = f"deepspeed without --num_gpus or --include: {_EVERY_GPU}"
+    return _script(argv, rest, cwd, "deepspeed", settings, module="--module" in options,
+                   every_gpu=every)  # fmt: skip
 
 
 def _tune(argv: list[str], rest: list[str], cwd: Path, worker: bool = False) -> Launch:
     options, rest = _options(rest, _TORCHRUN_FLAGS)
-    settings = _world(options, "tune run")
+    settings, every = _world(options, "tune run")
     recipe = rest[0] if rest else None
     configs: list[ConfigRef] = []
     overrides: list[str] = []
@@ -388,7 +452,8 @@ def _tune(argv: list[str], rest: list[str], cwd: Path, worker: bool = False) -> 
         settings["hardware.gpus_per_node"] = (1, "tune run (single-device recipe)")
         settings["hardware.nodes"] = (1, "tune run (single-device recipe)")
     return Launch("tune run", tuple(argv), cwd, recipe, tuple(configs),
-                  overrides=tuple(overrides), launcher_settings=settings)  # fmt: skip
+                  overrides=tuple(overrides), launcher_settings=settings,
+                  every_gpu=every)  # fmt: skip
 
 
 def _tune_config(text: str, cwd: Path) -> ConfigRef:
@@ -400,6 +465,17 @@ def _tune_config(text: str, cwd: Path) -> ConfigRef:
 
 
 def _axolotl(argv: list[str], rest: list[str], cwd: Path) -> Launch:
+    settings: dict[str, tuple[Any, str]] = {}
+    if "--" in rest:  # axolotl cli/main.py: what follows `--` goes to its launcher
+        cut = rest.index("--")
+        rest, launcher_args = rest[:cut], rest[cut + 1 :]
+        options, _ = _options(launcher_args, _TORCHRUN_FLAGS | _ACCELERATE_FLAGS)
+        given = _opt(options, "--num_processes", "--num-processes")
+        if given is not None:
+            where = f"axolotl train -- {given[1]}"
+            settings["hardware.gpus_per_node"] = (_count(given[0], where), where)
+        elif _opt(options, "--nproc_per_node", "--nproc-per-node") or _opt(options, "--nnodes"):
+            settings, _ = _world(options, "axolotl train --")
     config = next((t for t in rest if not t.startswith("-")), None)
     overrides = []
     i = 0
@@ -417,14 +493,91 @@ def _axolotl(argv: list[str], rest: list[str], cwd: Path) -> Launch:
         i += 1
     configs = (ConfigRef(_path(cwd, config), "axolotl train", "axolotl"),) if config else ()
     return Launch("axolotl train", tuple(argv), cwd, config, configs,
-                  overrides=tuple(o for o in overrides if o.split("=")[0] != config))  # fmt: skip
+                  overrides=tuple(o for o in overrides if o.split("=")[0] != config),
+                  launcher_settings=settings)  # fmt: skip
 
 
-def _llamafactory(argv: list[str], rest: list[str], cwd: Path, launcher: str) -> Launch:
+def _llamafactory(
+    argv: list[str], rest: list[str], cwd: Path, launcher: str,
+    env: Mapping[str, str] | None = None,
+) -> Launch:  # fmt: skip
+    """LLaMA-Factory's cli.py main: torchrun over NNODES (default 1) x NPROC_PER_NODE
+    (default the device count) when FORCE_TORCHRUN is set or there is more than one GPU."""
+    env = env or {}
     config = next((t for t in rest if t.endswith((".yaml", ".yml", ".json"))), None)
     overrides = tuple(t for t in rest if "=" in t and not t.startswith("-"))
     configs = (ConfigRef(_path(cwd, config), launcher, "llamafactory"),) if config else ()
-    return Launch(launcher, tuple(argv), cwd, config, configs, overrides=overrides)
+    settings: dict[str, tuple[Any, str]] = {}
+    every = None
+    if env.get("NPROC_PER_NODE"):
+        where = "env NPROC_PER_NODE"
+        settings["hardware.gpus_per_node"] = (_count(env["NPROC_PER_NODE"], where), where)
+    elif "launcher.py" not in " ".join(argv):  # a worker: WORLD_SIZE says it
+        every = f"{launcher} without NPROC_PER_NODE: {_EVERY_GPU}"
+    if env.get("NNODES"):
+        settings["hardware.nodes"] = (_count(env["NNODES"], "env NNODES"), "env NNODES")
+    return Launch(launcher, tuple(argv), cwd, config, configs, overrides=overrides,
+                  launcher_settings=settings, every_gpu=every)  # fmt: skip
+
+
+def _trl(argv: list[str], command: str, rest: list[str], cwd: Path,
+         env: Mapping[str, str]) -> Launch:  # fmt: skip
+    """`trl COMMAND ARGS` (trl 1.16 cli/commands/training.py): TrlParser takes the script's
+    arguments and `--config`; what no TRL dataclass has goes to `accelerate launch`, with
+    `--accelerate_config NAME|FILE` as its `--config_file` (cli/accelerate_config.py: a file,
+    else a config TRL ships in trl/accelerate_configs)."""
+    launch_args: list[str] = []
+    script_args: list[str] = []
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        name, eq, _ = token.partition("=")
+        key = name.lstrip("-").replace("-", "_")
+        if not token.startswith("--") or key not in _TRL_LAUNCH_OPTIONS:
+            script_args.append(token)
+            i += 1
+            continue
+        value = rest[i + 1] if not eq and i + 1 < len(rest) else None
+        if f"--{key}" in _ACCELERATE_FLAGS or (value or "").startswith("--"):
+            value = None
+        if key == "accelerate_config" and (eq or value is not None):
+            found = _trl_accelerate_config(token.partition("=")[2] if eq else str(value), cwd)
+            launch_args += ["--config_file", found]
+        else:
+            launch_args += [token] if value is None else [token, value]
+        i += 1 if value is None else 2
+    inner = _accelerate(argv, [*launch_args, f"{command}.py", *script_args], cwd, env)
+    return _with(inner, launcher=f"trl {command}", script=command)
+
+
+#: `accelerate launch` options a `trl` command line may carry (accelerate 1.15
+#: commands/launch.py launch_command_parser; TRL's own `--accelerate_config`)
+_TRL_LAUNCH_OPTIONS = frozenset(
+    {
+        "accelerate_config", "config_file", "num_processes", "num_machines", "mixed_precision",
+        "multi_gpu", "use_deepspeed", "use_fsdp", "gpu_ids", "machine_rank", "main_process_ip",
+        "main_process_port", "zero_stage", "offload_optimizer_device", "offload_param_device",
+        "deepspeed_config_file", "dynamo_backend", "num_cpu_threads_per_process",
+    }
+)  # fmt: skip
+
+
+def _trl_accelerate_config(value: str, cwd: Path) -> str:
+    """`--accelerate_config`: a file, else the config of that name TRL ships (found without
+    importing TRL), else the name as a path (the error then names it)."""
+    if _path(cwd, value).is_file():
+        return value
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("trl")
+    except (ImportError, ValueError):
+        spec = None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        shipped = Path(folder) / "accelerate_configs" / f"{value}.yaml"
+        if shipped.is_file():
+            return str(shipped)
+    return value
 
 
 def environment_settings(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:

@@ -9,12 +9,13 @@ merges everything (`facts.merge`: files that contradict each other are an error)
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memtui.plans import accelerate_yaml, trainer_args
+from memtui.plans import accelerate_yaml, deepspeed_chat, trainer_args, trl_args
 from memtui.plans.facts import (
     ConfigError,
     Document,
@@ -75,6 +76,7 @@ class _Reader:
         kind: str | None,
         overrides: Iterable[str] = (),
         launcher: dict[str, Any] | None = None,
+        reader: Callable[[Document], Facts] | None = None,
     ) -> None:
         resolved = (self.cwd / path if not path.is_absolute() else path).resolve()
         if resolved in self.seen or len(self.seen) >= _MAX_FILES:
@@ -98,8 +100,7 @@ class _Reader:
         if overrides:
             apply_overrides(data, overrides, Facts(shown))
         doc = Document(resolved, shown, data, self.cwd)
-        fmt = FORMATS[kind] if kind else self.detect(doc)
-        facts = fmt.read(doc)
+        facts = reader(doc) if reader else (FORMATS[kind] if kind else self.detect(doc)).read(doc)
         self.parts.append(facts)
         for ref, where in list(facts.references):
             if ref != resolved:
@@ -120,7 +121,11 @@ class _Reader:
     def commands(self, text: str, shown: str) -> None:
         """A shell script or a file holding a command line: its training launch."""
         joined = text.replace("\\\n", " ")
+        shell: dict[str, str] = {}  # the script's own VAR=value lines, as the shell sets them
+        exported: dict[str, str] = {}  # and those it exports to the launch's environment
         for number, line in enumerate(joined.splitlines(), 1):
+            used: dict[str, str] = {}
+            line = _substitute(line, shell, used)
             try:
                 tokens = shlex.split(line, comments=True)
             except ValueError as err:
@@ -130,12 +135,25 @@ class _Reader:
                 key, _, value = tokens.pop(0).partition("=")
                 env[key] = value
             if tokens[:1] == ["export"]:
+                exported.update(t.partition("=")[::2] for t in tokens[1:] if "=" in t)
+                shell.update(exported)
                 continue
-            launch = recognise(tokens, self.cwd, env) if tokens else None
-            if launch is None and tokens and tokens[0].startswith("--"):
+            if not tokens:
+                shell.update(env)
+                continue
+            env = {**exported, **env}
+            launch = recognise(tokens, self.cwd, env)
+            if launch is None and tokens[0].startswith("--"):
                 launch = Launch("python", tuple(tokens), self.cwd, None, (), tuple(tokens))
             if launch is not None:
-                self.launch(launch, f"{shown}:{number}", env, None)
+                label = f"{shown}:{number}"
+                if used:
+                    said = Facts(label)
+                    for name, value in used.items():
+                        said.assume(f"${name} is {value!r}, the script's own value (an "
+                                    "argument or the environment may replace it)")  # fmt: skip
+                    self.parts.append(said)
+                self.launch(launch, label, env, None)
                 return
         raise ConfigError(
             f"{shown}: no training launch found (torchrun, accelerate launch, deepspeed, "
@@ -153,6 +171,8 @@ class _Reader:
         settings = {**environment_settings(env), **launch.launcher_settings}
         for key, (value, where) in settings.items():
             facts.state(key, value, where)
+        if launch.every_gpu:
+            facts.state("gpus_default", launch.every_gpu, launch.launcher)
         if launch.script and launch.script.endswith("_distributed"):
             from memtui.estimator.choices import Strategy
 
@@ -167,23 +187,77 @@ class _Reader:
             doc = Document(self.cwd / "env", f"{label} environment", accelerate_env, self.cwd)
             self.parts.append(accelerate_yaml.read(doc))
         configs = list(launch.configs)
-        if launch.launcher == "accelerate launch" and not configs and launch.accelerate_flags:
+        accelerate_files = [ref for ref in configs if ref.kind == "accelerate"]
+        if launch.accelerate_flags and not accelerate_files:  # accelerate launch, trl CMD
             flags = {"distributed_type": "MULTI_GPU", **launch.accelerate_flags}
             doc = Document(self.cwd / "flags", f"{label} (accelerate launch flags)", flags,
                            self.cwd)  # fmt: skip
             self.parts.append(accelerate_yaml.read(doc))
         for ref in configs:
-            self.config(ref, launch, builtin)
+            if ref.kind != "trl":
+                self.config(ref, launch, builtin)
+        parsed, _ = trainer_args.parse_argv(list(launch.script_args))
+        trainer = trl_args.script_trainer(launch.script)
+        source = f"{label} {launch.script or ''}".strip()
+        refs = [ref for ref in configs if ref.kind == "trl"]
+        if refs or (trainer is not None and parsed and not deepspeed_chat.detect(parsed)
+                    and not trl_args.is_peft_example(parsed)):  # fmt: skip
+            self.trl(source, refs, parsed, trainer, launch.script)
+            return
         if launch.script_args and any(t.startswith("--") for t in launch.script_args):
-            args = Facts(f"{label} {launch.script or ''}".strip())
+            args = Facts(source)
             doc = Document(self.cwd / "argv", args.source, {}, self.cwd)
-            if not trainer_args.read_argv(args, list(launch.script_args), doc):
+            if deepspeed_chat.detect(parsed):
+                deepspeed_chat.read(args, parsed, lambda key: f"--{key}", f"{self.cwd} {source}")
+            elif trl_args.is_peft_example(parsed):
+                trl_args.read_peft_example(args, parsed, lambda key: f"--{key}", doc)
+            elif not trainer_args.read_argv(args, list(launch.script_args), doc):
                 return
             self.parts.append(args)
-            for path, where in args.references:
-                hint = "deepspeed" if "deepspeed" in where else None
-                if path.name and path != doc.path:
-                    self.file(path, f"{path.name} (from {where})", hint)
+            self.follow(args, doc.path)
+
+    def follow(self, facts: Facts, own: Path) -> None:
+        """The files a command line's arguments name (the Trainer's --deepspeed)."""
+        for path, where in facts.references:
+            hint = "deepspeed" if "deepspeed" in where else None
+            if path.name and path != own:
+                self.file(path, f"{path.name} (from {where})", hint)
+
+    def trl(
+        self,
+        source: str,
+        refs: list[ConfigRef],
+        parsed: dict[str, Any],
+        trainer: trl_args.Trainer | None,
+        script: str | None,
+    ) -> None:
+        """A TrlParser script: its `--config` YAML with the command line over it
+        (parse_args_and_config), read with its TRL trainer's defaults."""
+        if trainer is None:
+            trainer = trl_args.TRAINERS["sft"]
+            said = Facts(source)
+            said.assume(f"{script}: read as a TrlParser script (--config) with SFTConfig's "
+                        "defaults")  # fmt: skip
+            self.parts.append(said)
+        given = {k: v for k, v in parsed.items() if k != "config"}
+
+        def where(key: str) -> str:
+            return f"--{key}" if key in given else key
+
+        def reader(doc: Document) -> Facts:
+            facts = doc.facts()
+            trl_args.read_trl(facts, doc.data, where, doc, trainer)
+            return facts
+
+        if refs:
+            ref = refs[0]
+            self.file(ref.path, f"{_relative(ref.path, self.cwd)} ({ref.where})", None, (),
+                      given, reader)  # fmt: skip
+            return
+        doc = Document(self.cwd / "argv", source, given, self.cwd)
+        facts = reader(doc)
+        self.parts.append(facts)
+        self.follow(facts, doc.path)
 
     def config(
         self, ref: ConfigRef, launch: Launch, builtin: Callable[[str], Path | None] | None
@@ -200,6 +274,22 @@ class _Reader:
         shown = f"{ref.builtin or _relative(path, self.cwd)} ({ref.where})"
         flags = launch.accelerate_flags if ref.kind == "accelerate" else None
         self.file(path, shown, ref.kind, launch.overrides, flags)
+
+
+def _substitute(line: str, shell: Mapping[str, str], used: dict[str, str]) -> str:
+    """`$NAME` and `${NAME}` of the script's own variables replaced by their values."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in shell or "$" in shell[name]:
+            return match.group(0)
+        used[name] = shell[name]
+        return shell[name]
+
+    return _VARIABLE.sub(value, line)
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _relative(path: Path, cwd: Path) -> str:

@@ -1,0 +1,12 @@
+python examples/scripts/orpo.py \
+    --dataset_name trl-internal-testing/hh-rlhf-helpful-base-trl-style \
+    --model_name_or_path gpt2 \
+    --per_device_train_batch_size 4 \
+    --max_steps 1000 \
+    --learning_rate 8e-6 \
+    --gradient_accumulation_steps 1 \
+    --eval_steps 500 \
+    --output_dir "gpt2-aligned-orpo" \
+    --warmup_steps 150 \
+    --logging_first_step \
+    --no_remove_unused_columns
