@@ -296,7 +296,7 @@ def test_attach_reads_no_hostile_file_and_says_why_in_one_line(hostile_node: Fak
     result = memtui("watch", "--attach", "--once", "--json", env=_env(base=hostile_node.env()))
     check_bounded(result)
     notes = "\n".join(json.loads(result.stdout)["notes"])
-    assert "gpus_per_node: Input should be less than or equal to 1024" in notes
+    assert "--nproc_per_node 1000000000000: not a process count (1 to 1024)" in notes
     assert notes.count("belongs to another user (uid 65534)") == 3  # FIFO, bomb, theirs.json
     assert "under /dev, not a config file" in notes
     assert "aliases expand to more than" in notes

@@ -212,7 +212,11 @@ def _find_jobs(processes: Mapping[int, Iterable[str]]) -> Found:
         if proc is None:
             notes.setdefault(str(why), []).append(pid)
             continue
-        found = _outermost(proc, read)
+        try:
+            found = _outermost(proc, read)
+        except ConfigError as err:  # its launch line is no job (torchrun --nproc_per_node 10^12)
+            notes.setdefault(str(err), []).append(pid)
+            continue
         if found is None:
             name = os.path.basename(proc.argv[0]) if proc.argv else "?"
             notes.setdefault(f"{name}: no launcher or Trainer arguments memtui knows", []).append(
