@@ -75,9 +75,16 @@ def model_of(facts: Facts, cwd: Path) -> ModelSpec | None:
     try:
         if not Path(ref).is_absolute() and local.exists():
             ref = str(local)
-        return load_model(ref)
+        model = load_model(ref)
     except (ModelConfigError, OSError, ValueError) as err:
         raise ConfigError(f"{fact.origin}: {one_line(err)}") from None
+    if facts.get("unfused"):  # the same weights as separate linears: LoRA names them apart
+        # validated anew, not model_copy: the cached linear_layers must be rebuilt
+        arch = model.architecture
+        unfused = arch.model_validate({**arch.model_dump(), "fused_qkv": False,
+                                       "fused_gate_up": False})  # fmt: skip
+        return model.from_architecture(model.name, unfused)
+    return model
 
 
 def import_facts(

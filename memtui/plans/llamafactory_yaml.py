@@ -20,10 +20,41 @@ from __future__ import annotations
 from typing import Any
 
 from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
-from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_float, as_int, as_names
+from memtui.plans.facts import (
+    Document,
+    Facts,
+    Unsupported,
+    as_bool,
+    as_float,
+    as_int,
+    as_names,
+    objective,
+    prequantized,
+)
 from memtui.plans.trainer_args import lora_targets, read_args
 
 _STAGES = ("pt", "sft", "rm", "ppo", "dpo", "kto")
+#: what sizing a stage as SFT leaves out (train/{rm,dpo,kto,ppo}/workflow.py; with LoRA the
+#: reference is the base with the adapter off, create_ref_model: no second copy)
+_UNCOUNTED = {
+    "rm": "the rejected sequence of each pair is",
+    "dpo": "the rejected sequences are",
+    "kto": "the KL sequences are",
+    "ppo": "the reward model, the value head and the generations are",
+}
+#: switches whose memory memtui does not model, sized without them (over), with what each does
+#: (hparams/finetuning_args.py, model_args.py, training_args.py)
+_UNMODELLED = {
+    "use_galore": "GaLore's low-rank optimizer state: sized with full AdamW state and gradients",
+    "use_apollo": "APOLLO's low-rank optimizer state: sized with full AdamW state and gradients",
+    "use_badam": "BAdam trains one block at a time: sized with every block trainable",
+    "use_adam_mini": "Adam-mini keeps one second moment per block: sized as AdamW",
+    "use_muon": "Muon keeps one momentum for matrices: sized as AdamW",
+    "mixture_of_depths": "mixture-of-depths skips tokens per layer: sized with every token",
+    "use_v1_kernels": "LLaMA-Factory's fused kernels: their savings not modelled",
+    "use_unsloth": "Unsloth's kernels: their savings not modelled",
+    "fp8": "fp8 matmuls counted as bf16",
+}
 
 
 def detect(data: dict[str, Any]) -> bool:
@@ -41,9 +72,14 @@ def read(doc: Document) -> Facts:
     stage = str(data.get("stage", "sft")).lower()
     if stage not in _STAGES:
         raise facts.error("stage", f"unknown stage {stage!r} ({', '.join(_STAGES)})")
+    asft = bool(data.get("use_asft_loss")) and as_bool(facts, "use_asft_loss",
+                                                       data["use_asft_loss"])  # fmt: skip
     if stage in ("ppo", "dpo", "kto") and kind in ("full", "freeze"):
         facts.state("method", Unsupported(f"{stage} keeps a reference model beside a full "
                                           "fine-tune"), "stage")  # fmt: skip
+    elif asft:  # train/sft/workflow.py: create_ref_model for the ASFT loss
+        facts.state("method", Unsupported("use_asft_loss keeps a reference model beside the "
+                                          "trained one"), "use_asft_loss")  # fmt: skip
     elif kind in ("full", "freeze"):
         facts.state("method", Method.full, "finetuning_type")
         if kind == "freeze":
@@ -76,6 +112,14 @@ def read(doc: Document) -> Facts:
     if data.get("enable_liger_kernel") and as_bool(facts, "enable_liger_kernel",
                                                    data["enable_liger_kernel"]):  # fmt: skip
         facts.state("loss", LossKind.fused, "enable_liger_kernel")
+    if stage in _UNCOUNTED:
+        objective(facts, "stage", stage, _UNCOUNTED[stage])
+    for key, what in _UNMODELLED.items():
+        if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
+            facts.assume(f"{key}: {what} (over)")
+    if data.get("model_name_or_path"):
+        prequantized(facts, "model_name_or_path", str(data["model_name_or_path"]),
+                     facts.get("method") is Method.qlora)  # fmt: skip
     return facts
 
 

@@ -39,6 +39,7 @@ from memtui.plans.facts import (
     as_int,
     as_names,
     dig,
+    objective,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +79,24 @@ BUILDERS: dict[str, str] = {
     "qwen2_5_72b_instruct": "Qwen/Qwen2.5-72B",
     "qwen3_8b_base": "Qwen/Qwen3-8B",
     "qwen3_8b_instruct": "Qwen/Qwen3-8B",
+    "llama3_3_70b": "meta-llama/Llama-3.3-70B-Instruct",
+    "phi4_14b": "microsoft/phi-4",
+    "qwen3_0_6b_base": "Qwen/Qwen3-0.6B",
+    "qwen3_0_6b_instruct": "Qwen/Qwen3-0.6B",
+    "qwen3_1_7b_base": "Qwen/Qwen3-1.7B",
+    "qwen3_1_7b_instruct": "Qwen/Qwen3-1.7B",
+    "qwen3_4b_base": "Qwen/Qwen3-4B",
+    "qwen3_4b_instruct": "Qwen/Qwen3-4B",
+    "qwen3_14b_base": "Qwen/Qwen3-14B",
+    "qwen3_14b_instruct": "Qwen/Qwen3-14B",
+    "qwen3_32b": "Qwen/Qwen3-32B",
 }
+#: builders of models whose Hugging Face checkpoint fuses q/k/v and gate/up, which torchtune
+#: builds apart (models/phi3/_component_builders.py phi3: q_proj, k_proj, v_proj; phi3_mlp:
+#: gate_proj, up_proj; phi4 uses the same builders), so its LoRA names q/k/v apart
+_UNFUSED = ("phi3_", "phi4_")
+#: torchtune's preference losses (rlhf/loss/dpo.py, ppo.py) -> the objective they train
+_PREFERENCE = {"DPOLoss": "dpo", "RSOLoss": "rso", "SimPOLoss": "simpo", "PPOLoss": "ppo"}
 #: torchtune's module names -> PEFT's (Hugging Face) names in those families
 _ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
 _MLP = ("gate_proj", "up_proj", "down_proj")
@@ -132,6 +150,8 @@ def read(doc: Document) -> Facts:
     else:
         raise facts.error("model._component_", f"builder {base} is not in memtui's catalog and "
                           "no checkpointer.checkpoint_dir names its config.json")  # fmt: skip
+    if base.startswith(_UNFUSED):
+        facts.state("unfused", True, "model._component_")
     _method(facts, data.get("model") or {}, prefix)
     dtype = str(data.get("dtype", "bf16")).lower()
     if dtype not in ("bf16", "fp32"):
@@ -158,7 +178,9 @@ def read(doc: Document) -> Facts:
         if setting is not None and as_bool(facts, key, setting):
             facts.state(field, value, key)
     loss = str(dig(data, "loss._component_") or "").rsplit(".", 1)[-1]
-    if loss:
+    if loss in _PREFERENCE:
+        _preference(facts, _PREFERENCE[loss])
+    elif loss:
         if loss not in _LOSSES:
             raise facts.error("loss._component_", f"unknown loss {loss}")
         facts.state("loss", _LOSSES[loss], "loss._component_")
@@ -166,11 +188,31 @@ def read(doc: Document) -> Facts:
             facts.assume("LinearCrossEntropyLoss counted as the chunked loss (over-predicts)")
     if data.get("compile") and as_bool(facts, "compile", data["compile"]):
         facts.assume("compile: torch.compile's savings are not modelled")
+    if data.get("tensor_parallel_dim") is not None:
+        tp = as_int(facts, "tensor_parallel_dim", data["tensor_parallel_dim"])
+        facts.state("tp", tp, "tensor_parallel_dim")
+    if data.get("custom_sharded_layers"):
+        facts.assume("custom_sharded_layers: the layers it names are sharded as their own FSDP "
+                     "units; not modelled (over)")  # fmt: skip
     return facts
 
 
+def _preference(facts: Facts, name: str) -> None:
+    """A preference loss: its recipe sized as SFT, or refused where a reference model is kept."""
+    if facts.get("method") is Method.full:
+        # recipes/full_dpo_distributed.py loads ref_checkpointer's model beside the policy
+        facts.state("method", Unsupported(f"{name} keeps a reference model beside a full "
+                                          "fine-tune"), "loss._component_")  # fmt: skip
+        return
+    # recipes/lora_dpo_*.py: the reference is the base with the adapters disabled; chosen and
+    # rejected run in one concatenated forward with the whole logits
+    facts.state("loss", LossKind.full, "loss._component_")
+    objective(facts, "loss._component_", name, "the rejected sequences are")
+
+
 def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
-    if prefix in ("dora", "qdora"):
+    dora = model.get("use_dora") is not None and as_bool(facts, "model.use_dora", model["use_dora"])
+    if prefix in ("dora", "qdora") or dora:
         facts.assume("DoRA counted as LoRA (without its magnitude vectors)")
     if not prefix:
         facts.state("method", Method.full, "model._component_")
@@ -259,6 +301,7 @@ def export(plan: Plan) -> str:
     package = next(
         p
         for p in (
+            "llama3_3",
             "llama3_1",
             "llama3_2",
             "llama3",
@@ -267,6 +310,7 @@ def export(plan: Plan) -> str:
             "gemma2",
             "gemma",
             "phi3",
+            "phi4",
             "qwen2_5",
             "qwen3",
         )
