@@ -239,7 +239,10 @@ def _adapter(facts: Facts, data: dict[str, Any]) -> None:
                 "lora_dropout")  # fmt: skip
     if data.get("lora_target_linear") and as_bool(facts, "lora_target_linear",
                                                   data["lora_target_linear"]):  # fmt: skip
-        facts.state("lora_targets", ("all-linear",), "lora_target_linear")
+        # utils/lora.py: every linear module is added to lora_target_modules
+        where = "lora_target_linear" + (", lora_target_modules" if data.get("lora_target_modules")
+                                        else "")  # fmt: skip
+        facts.state("lora_targets", ("all-linear",), where)
     elif data.get("lora_target_modules"):
         key = "lora_target_modules"
         facts.state("lora_targets", lora_targets(facts, key, data[key]), key)
@@ -249,7 +252,9 @@ def _adapter(facts: Facts, data: dict[str, Any]) -> None:
     if four:
         nested = dig(data, "bnb_config_kwargs.bnb_4bit_use_double_quant")
         double = True if nested is None else as_bool(facts, "bnb_config_kwargs", nested)
-        facts.state("qlora_double_quant", double, "bnb_config_kwargs.bnb_4bit_use_double_quant")
+        # load_in_4bit is bitsandbytes' NF4, double-quantized unless the nested key says not
+        where = "load_in_4bit, bnb_config_kwargs.bnb_4bit_use_double_quant"
+        facts.state("qlora_double_quant", double, where)
 
 
 def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
@@ -319,9 +324,15 @@ def _parallel(facts: Facts, data: dict[str, Any]) -> None:
             facts.state("tp", tp, "tensor_parallel_size")
     if data.get("context_parallel_size") and as_int(facts, "context_parallel_size",
                                                     data["context_parallel_size"]) > 1:  # fmt: skip
-        facts.assume("context parallel not modelled: activations counted whole (over)")
+        facts.assume("context_parallel_size: context parallel not modelled: activations "
+                     "counted whole (over)")  # fmt: skip
     replicate = as_int(facts, "dp_replicate_size", data.get("dp_replicate_size") or 1)
     shard = as_int(facts, "dp_shard_size", data.get("dp_shard_size") or 1)
+    if shard > 1 and replicate == 1:
+        # accelerate's ParallelismConfig shards FSDP over dp_shard x cp: the GPUs over tp
+        facts.assume(f"dp_shard_size {shard}: FSDP shards over all GPUs but tensor parallel "
+                     "ones (dp_shard x cp); more GPUs would replicate (HSDP), which memtui sizes "
+                     "only with dp_replicate_size")  # fmt: skip
     if data.get("dp_shard_size") and data.get("dp_replicate_size"):
         # utils/distributed.py _get_parallel_config_kwargs: with both data-parallel sizes
         # given, any world but their product with tp and cp is refused
@@ -329,7 +340,7 @@ def _parallel(facts: Facts, data: dict[str, Any]) -> None:
         tp = as_int(facts, "tensor_parallel_size", data.get("tensor_parallel_size") or 1)
         facts.state("world_size", replicate * shard * tp * cp, "dp_shard_size")
     if replicate > 1 and shard > 1:
-        facts.state("strategy", Strategy.hsdp, "dp_shard_size")
+        facts.state("strategy", Strategy.hsdp, "dp_shard_size, dp_replicate_size")
         facts.state("hsdp_shard", shard, "dp_shard_size")
 
 

@@ -81,11 +81,11 @@ def read(doc: Document) -> Facts:
         facts.state("method", Unsupported("use_asft_loss keeps a reference model beside the "
                                           "trained one"), "use_asft_loss")  # fmt: skip
     elif kind in ("full", "freeze"):
-        facts.state("method", Method.full, "finetuning_type")
+        facts.state("method", Method.full, f"finetuning_type (stage {stage})")
         if kind == "freeze":
             facts.assume("freeze tuning (the last layers only) counted as a full fine-tune")
     elif kind == "lora":
-        _lora(facts, data)
+        _lora(facts, data, stage)
     else:
         facts.state("method", Unsupported(f"finetuning_type {kind}"), "finetuning_type")
     pure = bool(data.get("pure_bf16")) and as_bool(facts, "pure_bf16", data["pure_bf16"])
@@ -117,13 +117,16 @@ def read(doc: Document) -> Facts:
     for key, what in _UNMODELLED.items():
         if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
             facts.assume(f"{key}: {what} (over)")
+    if data.get("ray_num_workers"):  # hparams/training_args.py RayArguments, under USE_RAY=1
+        facts.assume(f"ray_num_workers {data['ray_num_workers']}: Ray's workers when launched "
+                     "with USE_RAY=1; the GPU count is not taken from it")  # fmt: skip
     if data.get("model_name_or_path"):
         prequantized(facts, "model_name_or_path", str(data["model_name_or_path"]),
                      facts.get("method") is Method.qlora)  # fmt: skip
     return facts
 
 
-def _lora(facts: Facts, data: dict[str, Any]) -> None:
+def _lora(facts: Facts, data: dict[str, Any], stage: str) -> None:
     bits = data.get("quantization_bit")
     method = Method.lora
     if bits is not None:
@@ -136,7 +139,8 @@ def _lora(facts: Facts, data: dict[str, Any]) -> None:
         method = Method.qlora
         double = as_bool(facts, "double_quantization", data.get("double_quantization", True))
         facts.state("qlora_double_quant", double, "double_quantization")
-    facts.state("method", method, "quantization_bit" if bits else "finetuning_type")
+    where = "finetuning_type, quantization_bit" if bits else "finetuning_type"
+    facts.state("method", method, f"{where} (stage {stage})")
     facts.state("lora_rank", as_int(facts, "lora_rank", data.get("lora_rank", 8)), "lora_rank")
     dropout = as_float(facts, "lora_dropout", data.get("lora_dropout", 0.0))
     facts.state("lora_dropout", dropout, "lora_dropout")

@@ -213,7 +213,8 @@ def _preference(facts: Facts, name: str) -> None:
 def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
     dora = model.get("use_dora") is not None and as_bool(facts, "model.use_dora", model["use_dora"])
     if prefix in ("dora", "qdora") or dora:
-        facts.assume("DoRA counted as LoRA (without its magnitude vectors)")
+        key = "model.use_dora" if dora else "model._component_"
+        facts.assume(f"{key}: DoRA counted as LoRA (without its magnitude vectors)")
     if not prefix:
         facts.state("method", Method.full, "model._component_")
         return
@@ -221,7 +222,8 @@ def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
         model.get("quantize_base") is not None
         and as_bool(facts, "model.quantize_base", model["quantize_base"])
     )
-    facts.state("method", Method.qlora if quantized else Method.lora, "model._component_")
+    where = "model._component_" + (", quantize_base" if model.get("quantize_base") else "")
+    facts.state("method", Method.qlora if quantized else Method.lora, where)
     facts.state("lora_rank", as_int(facts, "model.lora_rank", model.get("lora_rank", 8)),
                 "model.lora_rank")  # fmt: skip
     dropout = as_float(facts, "model.lora_dropout", model.get("lora_dropout", 0.0))
@@ -244,7 +246,8 @@ def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
         targets += ("lm_head",)
     if not targets:
         raise facts.error("model.lora_attn_modules", "no module to adapt")
-    facts.state("lora_targets", targets, "model.lora_attn_modules")
+    facts.state("lora_targets", targets,
+                "model.lora_attn_modules, apply_lora_to_mlp, apply_lora_to_output")  # fmt: skip
 
 
 def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
@@ -256,10 +259,12 @@ def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
     if found is Optimizer.sgd and as_float(facts, "optimizer.momentum", block.get("momentum", 0)):
         found = Optimizer.sgd_momentum
     facts.state("optimizer", found, "optimizer._component_")
-    if found is Optimizer.adamw and not block.get("fused", False):
+    if found is Optimizer.adamw:
         # torch.optim.AdamW without fused: True steps with foreach (its default on CUDA),
         # as torchtune's 2024 configs did; fused: True is the stack's default
-        facts.state("optimizer_kernel", OptimizerKernel.foreach, "optimizer.fused")
+        fused = as_bool(facts, "optimizer.fused", block.get("fused", False))
+        kernel = OptimizerKernel.fused if fused else OptimizerKernel.foreach
+        facts.state("optimizer_kernel", kernel, "optimizer.fused")
 
 
 # -- export -----------------------------------------------------------------------------------
