@@ -258,13 +258,12 @@ def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
         return
     if found is Optimizer.sgd and as_float(facts, "optimizer.momentum", block.get("momentum", 0)):
         found = Optimizer.sgd_momentum
-    facts.state("optimizer", found, "optimizer._component_")
-    if found is Optimizer.adamw:
+    fused = as_bool(facts, "optimizer.fused", block.get("fused", False))
+    facts.state("optimizer", found, "optimizer._component_" + (", fused" if fused else ""))
+    if found is Optimizer.adamw and not fused:
         # torch.optim.AdamW without fused: True steps with foreach (its default on CUDA),
         # as torchtune's 2024 configs did; fused: True is the stack's default
-        fused = as_bool(facts, "optimizer.fused", block.get("fused", False))
-        kernel = OptimizerKernel.fused if fused else OptimizerKernel.foreach
-        facts.state("optimizer_kernel", kernel, "optimizer.fused")
+        facts.state("optimizer_kernel", OptimizerKernel.foreach, "optimizer.fused")
 
 
 # -- export -----------------------------------------------------------------------------------
