@@ -262,8 +262,8 @@ def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
     names = [k for k in _UNMODELLED if data.get(k) not in (None, False)
              and str(data[k]).lower() != "false"]  # fmt: skip
     if names:
-        facts.assume(f"{', '.join(names)}: the savings of {', '.join(_UNMODELLED[n] for n in names)} "
-                     "are not modelled (over)")  # fmt: skip
+        what = ", ".join(_UNMODELLED[n] for n in names)
+        facts.assume(f"{', '.join(names)}: the savings of {what} are not modelled (over)")
     if data.get("fp8") and as_bool(facts, "fp8", data["fp8"]):
         facts.assume("fp8: torchao's float8 matmuls counted as bf16 (over)")
     if data.get("gptq") and as_bool(facts, "gptq", data["gptq"]):
