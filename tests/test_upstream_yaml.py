@@ -89,7 +89,7 @@ _PLAN_KEYS = {
 }
 #: entries of expected.toml that are not plan fields
 _META = {
-    "model", "model_flag", "params_flag", "refuse", "assumptions", "gpus", "trainable",
+    "model", "model_flag", "params_flag", "refuse", "assumptions", "ignored", "gpus", "trainable",
 }  # fmt: skip
 
 
@@ -171,9 +171,11 @@ def test_an_upstream_config_plans_as_its_file_says(
         assert doc["parameters"]["trainable"] == expected["trainable"]
     if "model" in expected and "model_flag" not in expected and "params_flag" not in expected:
         assert doc["model"] == expected["model"]
-    assumptions = doc["assumptions"]
+    assumptions, ignored = doc["assumptions"], doc["ignored"]
     for line in expected.get("assumptions", ()):
         assert any(line in a for a in assumptions), (line, assumptions)
+    for line in expected.get("ignored", ()):
+        assert any(line in a for a in ignored), (line, ignored)
     sources = [p["source"] for p in doc["provenance"]]
     data = yaml.safe_load((UPSTREAM / tool / path).read_text(encoding="utf-8"))
     flagged = "model_flag" in expected or "params_flag" in expected  # the flag names it
@@ -182,7 +184,7 @@ def test_an_upstream_config_plans_as_its_file_says(
         for key in _memory_keys(tool, data)
         if not (flagged and key in ("base_model", "model_name_or_path"))
         if not any(f":{key}" in s or key.rsplit(".", 1)[-1] in s for s in sources)
-        and not any(key in a for a in assumptions)
+        and not any(key in a for a in (*assumptions, *ignored))
     ]
     assert not silent, f"read silently wrong or dropped: {silent}"
     code, text, err = _run(capsys, argv)
@@ -191,3 +193,5 @@ def test_an_upstream_config_plans_as_its_file_says(
     assert imported is not None
     for line in imported.assumptions:  # the text report and the JSON say what was assumed
         assert f"assumed: {line}" in text and line in assumptions, line
+    for line in imported.ignored:  # and what was not sized
+        assert f"ignored: {line}" in text and line in ignored, line

@@ -259,13 +259,11 @@ def _adapter(facts: Facts, data: dict[str, Any]) -> None:
 
 def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
     """Settings memtui reads but cannot size: each named with what memtui did instead."""
-    names = [k for k in _UNMODELLED if data.get(k) not in (None, False)
-             and str(data[k]).lower() != "false"]  # fmt: skip
-    if names:
-        what = ", ".join(_UNMODELLED[n] for n in names)
-        facts.assume(f"{', '.join(names)}: the savings of {what} are not modelled (over)")
+    for key, what in _UNMODELLED.items():
+        if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
+            facts.ignore(key, f"sized without the saving of {what} (over)")
     if data.get("fp8") and as_bool(facts, "fp8", data["fp8"]):
-        facts.assume("fp8: torchao's float8 matmuls counted as bf16 (over)")
+        facts.ignore("fp8", "torchao's float8 matmuls counted as bf16 (over)")
     if data.get("gptq") and as_bool(facts, "gptq", data["gptq"]):
         facts.assume("gptq: the GPTQ-quantized base counted as a 16-bit base (over)")
     quant = data.get("model_quantization_config")
@@ -279,10 +277,10 @@ def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
                          "16-bit base (over)")  # fmt: skip
     if data.get("unfrozen_parameters"):
         if facts.get("method") is Method.full:
-            facts.assume("unfrozen_parameters: only the parameters it names train; sized with "
-                         "every parameter trainable (over)")  # fmt: skip
+            facts.ignore("unfrozen_parameters", "only the parameters it names train; sized "
+                         "with every parameter trainable (over)")  # fmt: skip
         else:
-            facts.assume("unfrozen_parameters: not modelled beside the adapter (only the "
+            facts.ignore("unfrozen_parameters", "not modelled beside the adapter (only the "
                          "adapter counted as trainable)")  # fmt: skip
     rl = str(data.get("rl") or "").lower()
     if rl:
@@ -324,7 +322,7 @@ def _parallel(facts: Facts, data: dict[str, Any]) -> None:
             facts.state("tp", tp, "tensor_parallel_size")
     if data.get("context_parallel_size") and as_int(facts, "context_parallel_size",
                                                     data["context_parallel_size"]) > 1:  # fmt: skip
-        facts.assume("context_parallel_size: context parallel not modelled: activations "
+        facts.ignore("context_parallel_size", "context parallel not modelled: activations "
                      "counted whole (over)")  # fmt: skip
     replicate = as_int(facts, "dp_replicate_size", data.get("dp_replicate_size") or 1)
     shard = as_int(facts, "dp_shard_size", data.get("dp_shard_size") or 1)

@@ -39,6 +39,8 @@ class Derived:
     changes: dict[str, Any] = field(default_factory=dict)
     provenance: list[Provenance] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """The files' settings memtui does not size (`Facts.ignored`)."""
 
     def set(self, name: str, value: Any, *origins: str) -> None:
         """Set plan field `name` (dotted for nested: hardware.nodes) from `origins`."""
@@ -64,7 +66,7 @@ class Derived:
 def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     """The plan fields `facts` decide over `base`; `given`: fields the flags set (they win,
     so a value memtui cannot size in such a field is no error)."""
-    out = Derived(assumptions=list(facts.assumptions))
+    out = Derived(assumptions=list(facts.assumptions), ignored=list(facts.ignored))
     values = facts.values
     for key, fact in values.items():
         if isinstance(fact.value, Unsupported) and key not in given:

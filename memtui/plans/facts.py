@@ -74,6 +74,9 @@ class Facts:
     """The file as the user named it, or a label such as 'pid 4242 argv'."""
     values: dict[str, Fact] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """Memory settings the file sets that memtui reads but does not size, each with what it
+    did instead (sized without the setting's saving, so over)."""
     references: list[tuple[Path, str]] = field(default_factory=list)
     """Other files this one names (a DeepSpeed JSON in an accelerate YAML), with the key."""
 
@@ -88,6 +91,10 @@ class Facts:
 
     def assume(self, text: str) -> None:
         self.assumptions.append(f"{self.source}: {text}")
+
+    def ignore(self, key: str, instead: str) -> None:
+        """The file's `key` is not sized; `instead`: what memtui did."""
+        self.ignored.append(f"{self.source}: {key}: {instead}")
 
     def refer(self, path: Path, where: str) -> None:
         self.references.append((path, f"{self.source}:{where}"))
@@ -133,6 +140,7 @@ def merge(parts: Iterable[Facts], label: str) -> Facts:
                     f"{_shown(have.value)}: the files contradict each other"
                 )
         merged.assumptions += part.assumptions
+        merged.ignored += part.ignored
         merged.references += part.references
     return merged
 

@@ -48,6 +48,11 @@ class Imported:
         return (*self.derived.assumptions, *self.notes)
 
     @property
+    def ignored(self) -> tuple[str, ...]:
+        """The files' memory settings memtui does not size, each with what it did instead."""
+        return tuple(self.derived.ignored)
+
+    @property
     def layer(self) -> PlanLayer:
         """The fields the files decide, their model too, as the layer between the plan below
         and the flags; a stack may adapt them (the notes say so)."""

@@ -116,9 +116,9 @@ def read(doc: Document) -> Facts:
         objective(facts, "stage", stage, _UNCOUNTED[stage])
     for key, what in _UNMODELLED.items():
         if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
-            facts.assume(f"{key}: {what} (over)")
+            facts.ignore(key, f"{what} (over)")
     if data.get("ray_num_workers"):  # hparams/training_args.py RayArguments, under USE_RAY=1
-        facts.assume(f"ray_num_workers {data['ray_num_workers']}: Ray's workers when launched "
+        facts.ignore("ray_num_workers", f"{data['ray_num_workers']} Ray workers when launched "
                      "with USE_RAY=1; the GPU count is not taken from it")  # fmt: skip
     if data.get("model_name_or_path"):
         prequantized(facts, "model_name_or_path", str(data["model_name_or_path"]),

@@ -187,13 +187,13 @@ def read(doc: Document) -> Facts:
         if loss == "LinearCrossEntropyLoss":
             facts.assume("LinearCrossEntropyLoss counted as the chunked loss (over-predicts)")
     if data.get("compile") and as_bool(facts, "compile", data["compile"]):
-        facts.assume("compile: torch.compile's savings are not modelled")
+        facts.ignore("compile", "torch.compile's savings are not modelled (over)")
     if data.get("tensor_parallel_dim") is not None:
         tp = as_int(facts, "tensor_parallel_dim", data["tensor_parallel_dim"])
         facts.state("tp", tp, "tensor_parallel_dim")
     if data.get("custom_sharded_layers"):
-        facts.assume("custom_sharded_layers: the layers it names are sharded as their own FSDP "
-                     "units; not modelled (over)")  # fmt: skip
+        facts.ignore("custom_sharded_layers", "the layers it names are sharded as their own "
+                     "FSDP units; not modelled (over)")  # fmt: skip
     return facts
 
 
