@@ -11,11 +11,15 @@ is an 8-bit base memtui does not size), `lora_r`, `lora_dropout` [0], `lora_targ
 `bfloat16` / `float16` (no autocast): the model is loaded in bf16 when bf16 or bfloat16 is set
 (utils/config/__init__.py: cfg.torch_dtype), `gradient_checkpointing` (true, "offload"),
 `activation_offloading`, `attn_implementation` / `flash_attention` / `sdp_attention` /
-`eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss),
+`eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss; on
+by default once `plugins` lists CutCrossEntropyPlugin: integrations/cut_cross_entropy/args.py),
 `deepspeed` (a JSON path or inline), `fsdp_config` with `fsdp_version` [1] (its keys with or
 without the deprecated `fsdp_` prefix) and the deprecated `fsdp` list, `dp_shard_size`,
 `dp_replicate_size`, `tensor_parallel_size`, `context_parallel_size`.
 axolotl runs Transformers' Trainer, so the stack is the Trainer's, DeepSpeed's or FSDP's.
+Named, not sized (`Facts.ignore`): Liger's other kernels, axolotl's LoRA and attention kernels,
+`tiled_mlp`, `use_kernels`, `torch_compile`, `fp8`, `unfrozen_parameters`,
+`context_parallel_size`; `rl` and `reward_model` are sized as SFT, saying what is not counted.
 """
 
 from __future__ import annotations

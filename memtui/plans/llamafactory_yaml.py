@@ -12,7 +12,9 @@ its own (src/llamafactory/hparams/; defaults in brackets): `model_name_or_path`,
 The dtype follows model/adapter.py: the model loads in bf16 with bf16 or pure_bf16, and the
 trainable parameters are upcast to fp32 unless pure_bf16 (or ZeRO-3, which keeps its own fp32
 master): a full fine-tune with bf16 is fp32 weights under autocast, LoRA a bf16 base with fp32
-adapters.
+adapters. Named, not sized (`Facts.ignore`): GaLore, APOLLO, BAdam, Adam-mini, Muon,
+mixture-of-depths, its kernels, fp8; `stage` rm/dpo/kto/ppo with LoRA is sized as SFT, saying
+what is not counted.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ Keys as torchtune's recipes read them (recipes/*_finetune_*.py, recipes/configs/
 torchtune at bd2a0fc): `model._component_` (a builder: torchtune.models.llama3_1.
 qlora_llama3_1_8b is Llama 3.1 8B under QLoRA) with the LoRA builders' `lora_attn_modules`
 (q_proj, k_proj, v_proj, output_proj), `apply_lora_to_mlp`, `apply_lora_to_output`,
-`lora_rank`, `lora_dropout`; `batch_size`, `gradient_accumulation_steps`,
-`tokenizer.max_seq_len` (null: as long as the data), `dtype` (bf16, fp32),
-`optimizer._component_`, `optimizer_in_bwd`, `enable_activation_checkpointing`,
-`enable_activation_offloading`, `fsdp_cpu_offload` (or `fsdp.cpu_offload`), `loss._component_`
-(CEWithChunkedOutputLoss, LinearCrossEntropyLoss, torch.nn.CrossEntropyLoss). Builders map to
+`lora_rank`, `lora_dropout`, `use_dora`, `quantize_base`; `batch_size`,
+`gradient_accumulation_steps`, `tokenizer.max_seq_len` (null: as long as the data), `dtype`
+(bf16, fp32), `optimizer._component_`, `optimizer_in_bwd`, `enable_activation_checkpointing`,
+`enable_activation_offloading`, `fsdp_cpu_offload` (or `fsdp.cpu_offload`),
+`tensor_parallel_dim`, `loss._component_` (CEWithChunkedOutputLoss, LinearCrossEntropyLoss,
+torch.nn.CrossEntropyLoss; rlhf's DPOLoss and the other preference losses: sized as SFT beside
+LoRA, refused beside a full fine-tune, whose recipe loads a reference model). Builders map to
 the catalog (`BUILDERS`); a builder memtui does not know falls back to the config.json in
 `checkpointer.checkpoint_dir`. A recipe runs on one GPU (`*_single_device`) or shards with
 FSDP (`*_distributed`): the strategy comes from the launch, not the file.
