@@ -49,7 +49,8 @@ _UNCOUNTED = {
 _UNMODELLED = {
     "use_galore": "GaLore's low-rank optimizer state: sized with full AdamW state and gradients",
     "use_apollo": "APOLLO's low-rank optimizer state: sized with full AdamW state and gradients",
-    "use_badam": "BAdam trains one block at a time: sized with every block trainable",
+    "use_badam": "BAdam trains one block at a time: sized with every block trainable (its "
+    "parameters kept in half precision)",
     "use_adam_mini": "Adam-mini keeps one second moment per block: sized as AdamW",
     "use_muon": "Muon keeps one momentum for matrices: sized as AdamW",
     "mixture_of_depths": "mixture-of-depths skips tokens per layer: sized with every token",
@@ -96,8 +97,18 @@ def read(doc: Document) -> Facts:
     if half is None:  # hparams/parser.py: infer_optim_dtype picks bf16 where the GPU has it
         half = "bf16"
         facts.assume("no bf16/fp16 given: the model loads in bf16 (infer_optim_dtype)")
-    upcast = not pure and facts.get("method") is Method.full
-    facts.state("load_dtype", "fp32" if upcast else half, "pure_bf16" if pure else "bf16")
+    # model/adapter.py init_adapter: trainable parameters stay in half precision under
+    # pure_bf16 and BAdam, else a full fine-tune upcasts them to fp32
+    badam = bool(data.get("use_badam")) and as_bool(facts, "use_badam", data["use_badam"])
+    upcast = not pure and not badam and facts.get("method") is Method.full
+    where = (
+        "pure_bf16"
+        if pure
+        else "use_badam"
+        if badam and facts.get("method") is Method.full
+        else "bf16"
+    )
+    facts.state("load_dtype", "fp32" if upcast else half, where)
     if pure:
         facts.state("amp", "no", "pure_bf16")
     facts.state("seq_len", as_int(facts, "cutoff_len", data.get("cutoff_len", 2048)), "cutoff_len")
