@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     plan, imported = plan_and_import(args)
     report = estimate(plan)
     if args.json:
-        sources = (imported.provenance, imported.assumptions) if imported else ((), ())
+        sources = (imported.provenance, imported.assumptions, imported.ignored) if imported else ()
         print(EstimateDocument.of(plan, report, *sources).model_dump_json(indent=2))
         return _verdict(args, report.budget.fits)
     from memtui.commands.estimate_text import print_report

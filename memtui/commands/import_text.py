@@ -23,3 +23,5 @@ def print_imported(imported: Imported, console: Console | None = None) -> None:
         )
     for note in imported.assumptions:
         console.print(f"  [dim]assumed: {escape(note)}[/]", soft_wrap=True)
+    for note in imported.ignored:
+        console.print(f"  [dim]ignored: {escape(note)}[/]", soft_wrap=True)

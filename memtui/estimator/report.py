@@ -202,6 +202,8 @@ class EstimateDocument(Frozen):
     """The plan's inputs (the model by name: its architecture is not repeated)."""
     provenance: tuple[Provenance, ...] = ()
     """With --from: each field the files decided and the file and key it came from."""
+    ignored: tuple[str, ...] = ()
+    """With --from: the files' memory settings memtui does not size, and what it did instead."""
 
     @classmethod
     def of(
@@ -210,6 +212,7 @@ class EstimateDocument(Frozen):
         report: Report,
         provenance: tuple[Provenance, ...] = (),
         imported_assumptions: tuple[str, ...] = (),
+        ignored: tuple[str, ...] = (),
     ) -> EstimateDocument:
         budget = report.budget
         per_gpu = {t.key.value: t.bytes for t in budget.terms}
@@ -242,4 +245,5 @@ class EstimateDocument(Frozen):
             assumptions=report.assumptions + imported_assumptions,
             plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
             provenance=provenance,
+            ignored=ignored,
         )

@@ -11,11 +11,15 @@ is an 8-bit base memtui does not size), `lora_r`, `lora_dropout` [0], `lora_targ
 `bfloat16` / `float16` (no autocast): the model is loaded in bf16 when bf16 or bfloat16 is set
 (utils/config/__init__.py: cfg.torch_dtype), `gradient_checkpointing` (true, "offload"),
 `activation_offloading`, `attn_implementation` / `flash_attention` / `sdp_attention` /
-`eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss),
+`eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss; on
+by default once `plugins` lists CutCrossEntropyPlugin: integrations/cut_cross_entropy/args.py),
 `deepspeed` (a JSON path or inline), `fsdp_config` with `fsdp_version` [1] (its keys with or
 without the deprecated `fsdp_` prefix) and the deprecated `fsdp` list, `dp_shard_size`,
 `dp_replicate_size`, `tensor_parallel_size`, `context_parallel_size`.
 axolotl runs Transformers' Trainer, so the stack is the Trainer's, DeepSpeed's or FSDP's.
+Named, not sized (`Facts.ignore`): Liger's other kernels, axolotl's LoRA and attention kernels,
+`tiled_mlp`, `use_kernels`, `torch_compile`, `fp8`, `unfrozen_parameters`,
+`context_parallel_size`; `rl` and `reward_model` are sized as SFT, saying what is not counted.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from memtui.plans.facts import (
     as_int,
     as_names,
     dig,
+    objective,
+    prequantized,
 )
 from memtui.plans.fsdp import fsdp_version, read_fsdp, sharding_name, unprefixed
 from memtui.plans.trainer_args import lora_targets, optim_name, optimizer
@@ -67,6 +73,35 @@ CUSTOM_OPTIM: dict[str, tuple[Optimizer, str]] = {
     "flash_sgdw": (Optimizer.sgd_momentum, ""),
     "flash_lion": (Optimizer.lion, ""),
     "q_galore_adamw8bit": (Optimizer.adamw8bit, "Q-GaLore counted as full 8-bit AdamW"),
+}
+
+
+#: axolotl's preference and RL trainers (schemas/enums.py RLType) -> what SFT sizing leaves out
+_RL = {
+    "dpo": "the reference model and the rejected sequences are",
+    "ipo": "the reference model and the rejected sequences are",
+    "orpo": "the rejected sequences are",
+    "simpo": "the rejected sequences are",
+    "kto": "the reference model and the KL sequences are",
+    "grpo": "the reference model, the generations and the generation engine are",
+    "gdpo": "the reference model, the generations and the generation engine are",
+    "ebft": "the feature network and the generations are",
+}
+#: settings whose savings memtui does not model (each sized without it, so over), with what
+#: each does (schemas/config.py; integrations/liger/args.py)
+_UNMODELLED = {
+    "liger_rms_norm": "Liger's fused RMSNorm",
+    "liger_layer_norm": "Liger's fused LayerNorm",
+    "liger_glu_activation": "Liger's fused SwiGLU/GeGLU",
+    "liger_swiglu": "Liger's fused SwiGLU",
+    "liger_rope": "Liger's fused RoPE",
+    "lora_mlp_kernel": "axolotl's LoRA MLP kernels",
+    "lora_qkv_kernel": "axolotl's LoRA QKV kernels",
+    "lora_o_kernel": "axolotl's LoRA output-projection kernel",
+    "tiled_mlp": "ALST's tiled MLP",
+    "fused_attn_kernel": "axolotl's fused attention kernel",
+    "use_kernels": "the Hub's kernels (use_kernels)",
+    "torch_compile": "torch.compile",
 }
 
 
@@ -96,6 +131,9 @@ def read(doc: Document) -> Facts:
         optimizer(facts, "optimizer", name, data.get("optim_args"), "optimizer" not in data)
     _levers(facts, data)
     _adapter(facts, data)
+    _unmodelled(facts, data)
+    if model:
+        prequantized(facts, key, str(model), facts.get("method") is Method.qlora)
     from memtui.plans.deepspeed_json import named
 
     named(facts, data.get("deepspeed"), "deepspeed", doc)
@@ -159,11 +197,18 @@ def _levers(facts: Facts, data: dict[str, Any]) -> None:
     elif impl or data.get("flash_attention") or data.get("sdp_attention"):
         key = "attn_implementation" if impl else "flash_attention"
         facts.state("attention", Attention.flash, key)
+    plugins = [str(p).rsplit(".", 1)[-1] for p in data.get("plugins") or []]
+    # integrations/cut_cross_entropy/args.py: cut_cross_entropy defaults to True once the
+    # plugin is listed
+    cce = "CutCrossEntropyPlugin" in plugins and data.get("cut_cross_entropy") is not False
     for key in ("liger_fused_linear_cross_entropy", "cut_cross_entropy"):
         if data.get(key) and as_bool(facts, key, data[key]):
             facts.state("loss", LossKind.fused, key)
             break
     else:
+        if cce:
+            facts.state("loss", LossKind.fused, "plugins (CutCrossEntropyPlugin)")
+            return
         if data.get("chunked_cross_entropy"):
             facts.state("loss", LossKind.chunked, "chunked_cross_entropy")
         else:
@@ -198,7 +243,10 @@ def _adapter(facts: Facts, data: dict[str, Any]) -> None:
                 "lora_dropout")  # fmt: skip
     if data.get("lora_target_linear") and as_bool(facts, "lora_target_linear",
                                                   data["lora_target_linear"]):  # fmt: skip
-        facts.state("lora_targets", ("all-linear",), "lora_target_linear")
+        # utils/lora.py: every linear module is added to lora_target_modules
+        where = "lora_target_linear" + (", lora_target_modules" if data.get("lora_target_modules")
+                                        else "")  # fmt: skip
+        facts.state("lora_targets", ("all-linear",), where)
     elif data.get("lora_target_modules"):
         key = "lora_target_modules"
         facts.state("lora_targets", lora_targets(facts, key, data[key]), key)
@@ -208,7 +256,44 @@ def _adapter(facts: Facts, data: dict[str, Any]) -> None:
     if four:
         nested = dig(data, "bnb_config_kwargs.bnb_4bit_use_double_quant")
         double = True if nested is None else as_bool(facts, "bnb_config_kwargs", nested)
-        facts.state("qlora_double_quant", double, "bnb_config_kwargs.bnb_4bit_use_double_quant")
+        # load_in_4bit is bitsandbytes' NF4, double-quantized unless the nested key says not
+        where = "load_in_4bit, bnb_config_kwargs.bnb_4bit_use_double_quant"
+        facts.state("qlora_double_quant", double, where)
+
+
+def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
+    """Settings memtui reads but cannot size: each named with what memtui did instead."""
+    for key, what in _UNMODELLED.items():
+        if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
+            facts.ignore(key, f"sized without the saving of {what} (over)")
+    if data.get("fp8") and as_bool(facts, "fp8", data["fp8"]):
+        facts.ignore("fp8", "torchao's float8 matmuls counted as bf16 (over)")
+    if data.get("gptq") and as_bool(facts, "gptq", data["gptq"]):
+        facts.assume("gptq: the GPTQ-quantized base counted as a 16-bit base (over)")
+    quant = data.get("model_quantization_config")
+    if quant:
+        dequantize = dig(data, "model_quantization_config_kwargs.dequantize")
+        if dequantize:
+            facts.assume(f"model_quantization_config {quant} with dequantize: the base is "
+                         "sized dequantized, as it loads")  # fmt: skip
+        else:
+            facts.assume(f"model_quantization_config {quant}: the quantized base counted as a "
+                         "16-bit base (over)")  # fmt: skip
+    if data.get("unfrozen_parameters"):
+        if facts.get("method") is Method.full:
+            facts.ignore("unfrozen_parameters", "only the parameters it names train; sized "
+                         "with every parameter trainable (over)")  # fmt: skip
+        else:
+            facts.ignore("unfrozen_parameters", "not modelled beside the adapter (only the "
+                         "adapter counted as trainable)")  # fmt: skip
+    rl = str(data.get("rl") or "").lower()
+    if rl:
+        what = _RL.get(rl, "what its trainer adds to SFT is")
+        objective(facts, "rl", rl, what)
+    if data.get("reward_model") and as_bool(facts, "reward_model", data["reward_model"]):
+        # a sequence-classification head replaces the LM head: no vocabulary logits (over)
+        objective(facts, "reward_model", "reward model",
+                  "the rejected sequence of each pair is")  # fmt: skip
 
 
 def _fsdp(facts: Facts, data: dict[str, Any]) -> None:
@@ -241,11 +326,23 @@ def _parallel(facts: Facts, data: dict[str, Any]) -> None:
             facts.state("tp", tp, "tensor_parallel_size")
     if data.get("context_parallel_size") and as_int(facts, "context_parallel_size",
                                                     data["context_parallel_size"]) > 1:  # fmt: skip
-        facts.assume("context parallel not modelled: activations counted whole (over)")
+        facts.ignore("context_parallel_size", "context parallel not modelled: activations "
+                     "counted whole (over)")  # fmt: skip
     replicate = as_int(facts, "dp_replicate_size", data.get("dp_replicate_size") or 1)
     shard = as_int(facts, "dp_shard_size", data.get("dp_shard_size") or 1)
+    if shard > 1 and replicate == 1:
+        # accelerate's ParallelismConfig shards FSDP over dp_shard x cp: the GPUs over tp
+        facts.assume(f"dp_shard_size {shard}: FSDP shards over all GPUs but tensor parallel "
+                     "ones (dp_shard x cp); more GPUs would replicate (HSDP), which memtui sizes "
+                     "only with dp_replicate_size")  # fmt: skip
+    if data.get("dp_shard_size") and data.get("dp_replicate_size"):
+        # utils/distributed.py _get_parallel_config_kwargs: with both data-parallel sizes
+        # given, any world but their product with tp and cp is refused
+        cp = as_int(facts, "context_parallel_size", data.get("context_parallel_size") or 1)
+        tp = as_int(facts, "tensor_parallel_size", data.get("tensor_parallel_size") or 1)
+        facts.state("world_size", replicate * shard * tp * cp, "dp_shard_size")
     if replicate > 1 and shard > 1:
-        facts.state("strategy", Strategy.hsdp, "dp_shard_size")
+        facts.state("strategy", Strategy.hsdp, "dp_shard_size, dp_replicate_size")
         facts.state("hsdp_shard", shard, "dp_shard_size")
 
 

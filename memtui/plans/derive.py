@@ -42,6 +42,8 @@ class Derived:
     gpus_unknown: str | None = None
     """Why the files give no GPU count per node (None: they give it); the command layer
     counts the node's GPUs, or says the count it assumed."""
+    ignored: list[str] = field(default_factory=list)
+    """The files' settings memtui does not size (`Facts.ignored`)."""
 
     def set(self, name: str, value: Any, *origins: str) -> None:
         """Set plan field `name` (dotted for nested: hardware.nodes) from `origins`."""
@@ -67,7 +69,7 @@ class Derived:
 def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     """The plan fields `facts` decide over `base`; `given`: fields the flags set (they win,
     so a value memtui cannot size in such a field is no error)."""
-    out = Derived(assumptions=list(facts.assumptions))
+    out = Derived(assumptions=list(facts.assumptions), ignored=list(facts.ignored))
     values = _mixed_precision(facts.values, out)
     for key, fact in values.items():
         if isinstance(fact.value, Unsupported) and key not in given:

@@ -36,6 +36,7 @@ JOB_FACTS = {
     "world_size": "processes in all, when the split into nodes is not known",
     "train_batch_size": "DeepSpeed's global batch: micro-batch x accumulation x GPUs",
     "model": "the model reference (catalog id, config.json, folder, cached repo id)",
+    "unfused": "the job builds q, k, v and gate, up as separate linears (torchtune's Phi-3)",
 }
 """Facts that are not plan fields: `derive` reads them to decide stack, precision, hardware."""
 
@@ -73,6 +74,9 @@ class Facts:
     """The file as the user named it, or a label such as 'pid 4242 argv'."""
     values: dict[str, Fact] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """Memory settings the file sets that memtui reads but does not size, each with what it
+    did instead (sized without the setting's saving, so over)."""
     references: list[tuple[Path, str]] = field(default_factory=list)
     """Other files this one names (a DeepSpeed JSON in an accelerate YAML), with the key."""
 
@@ -87,6 +91,10 @@ class Facts:
 
     def assume(self, text: str) -> None:
         self.assumptions.append(f"{self.source}: {text}")
+
+    def ignore(self, key: str, instead: str) -> None:
+        """The file's `key` is not sized; `instead`: what memtui did."""
+        self.ignored.append(f"{self.source}: {key}: {instead}")
 
     def refer(self, path: Path, where: str) -> None:
         self.references.append((path, f"{self.source}:{where}"))
@@ -132,6 +140,7 @@ def merge(parts: Iterable[Facts], label: str) -> Facts:
                     f"{_shown(have.value)}: the files contradict each other"
                 )
         merged.assumptions += part.assumptions
+        merged.ignored += part.ignored
         merged.references += part.references
     return merged
 
@@ -317,6 +326,25 @@ def as_names(facts: Facts, where: str, value: Any) -> tuple[str, ...]:
     else:
         raise facts.error(where, f"expected a list of names, got {value!r}")
     return tuple(n.strip() for n in items if n.strip())
+
+
+#: Repo-name marks of checkpoints stored quantized (GPTQ, AWQ, AQLM, bitsandbytes NF4, fp8):
+#: their config.json's quantization_config says how, which an offline import cannot read
+_PREQUANTIZED = ("gptq", "awq", "aqlm", "bnb", "nf4", "4bit", "int4", "int8", "fp8", "nvfp4")
+
+
+def prequantized(facts: Facts, key: str, model: str, nf4: bool) -> None:
+    """Say so when the model a config names looks like a checkpoint stored quantized (`nf4`:
+    the file quantizes the base to NF4 itself, as memtui sizes it)."""
+    marks = set(model.rsplit("/", 1)[-1].lower().replace("_", "-").split("-"))
+    if marks & set(_PREQUANTIZED):
+        how = "an NF4 base, as the file loads it" if nf4 else "a 16-bit base (over)"
+        facts.assume(f"{key}: {model} looks stored quantized: sized as {how}")
+
+
+def objective(facts: Facts, key: str, name: str, uncounted: str) -> None:
+    """A preference or reward objective sized as supervised fine-tuning, said in one line."""
+    facts.assume(f"{key}: {name}: sized as SFT; {uncounted} not counted")
 
 
 def is_auto(value: Any) -> bool:

@@ -51,6 +51,11 @@ class Imported:
         return (*self.derived.assumptions, *self.notes)
 
     @property
+    def ignored(self) -> tuple[str, ...]:
+        """The files' memory settings memtui does not size, each with what it did instead."""
+        return tuple(self.derived.ignored)
+
+    @property
     def layer(self) -> PlanLayer:
         """The fields the files decide, their model too, as the layer between the plan below
         and the flags; a stack may adapt them (the notes say so)."""
@@ -78,9 +83,16 @@ def model_of(facts: Facts, cwd: Path) -> ModelSpec | None:
     try:
         if not Path(ref).is_absolute() and local.exists():
             ref = str(local)
-        return load_model(ref)
+        model = load_model(ref)
     except (ModelConfigError, OSError, ValueError) as err:
         raise ConfigError(f"{fact.origin}: {one_line(err)}") from None
+    if facts.get("unfused"):  # the same weights as separate linears: LoRA names them apart
+        # validated anew, not model_copy: the cached linear_layers must be rebuilt
+        arch = model.architecture
+        unfused = arch.model_validate({**arch.model_dump(), "fused_qkv": False,
+                                       "fused_gate_up": False})  # fmt: skip
+        return model.from_architecture(model.name, unfused)
+    return model
 
 
 def import_facts(

@@ -12,7 +12,9 @@ its own (src/llamafactory/hparams/; defaults in brackets): `model_name_or_path`,
 The dtype follows model/adapter.py: the model loads in bf16 with bf16 or pure_bf16, and the
 trainable parameters are upcast to fp32 unless pure_bf16 (or ZeRO-3, which keeps its own fp32
 master): a full fine-tune with bf16 is fp32 weights under autocast, LoRA a bf16 base with fp32
-adapters.
+adapters. Named, not sized (`Facts.ignore`): GaLore, APOLLO, BAdam, Adam-mini, Muon,
+mixture-of-depths, its kernels, fp8; `stage` rm/dpo/kto/ppo with LoRA is sized as SFT, saying
+what is not counted.
 """
 
 from __future__ import annotations
@@ -20,10 +22,42 @@ from __future__ import annotations
 from typing import Any
 
 from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
-from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_float, as_int, as_names
+from memtui.plans.facts import (
+    Document,
+    Facts,
+    Unsupported,
+    as_bool,
+    as_float,
+    as_int,
+    as_names,
+    objective,
+    prequantized,
+)
 from memtui.plans.trainer_args import lora_targets, read_args
 
 _STAGES = ("pt", "sft", "rm", "ppo", "dpo", "kto")
+#: what sizing a stage as SFT leaves out (train/{rm,dpo,kto,ppo}/workflow.py; with LoRA the
+#: reference is the base with the adapter off, create_ref_model: no second copy)
+_UNCOUNTED = {
+    "rm": "the rejected sequence of each pair is",
+    "dpo": "the rejected sequences are",
+    "kto": "the KL sequences are",
+    "ppo": "the reward model, the value head and the generations are",
+}
+#: switches whose memory memtui does not model, sized without them (over), with what each does
+#: (hparams/finetuning_args.py, model_args.py, training_args.py)
+_UNMODELLED = {
+    "use_galore": "GaLore's low-rank optimizer state: sized with full AdamW state and gradients",
+    "use_apollo": "APOLLO's low-rank optimizer state: sized with full AdamW state and gradients",
+    "use_badam": "BAdam trains one block at a time: sized with every block trainable (its "
+    "parameters kept in half precision)",
+    "use_adam_mini": "Adam-mini keeps one second moment per block: sized as AdamW",
+    "use_muon": "Muon keeps one momentum for matrices: sized as AdamW",
+    "mixture_of_depths": "mixture-of-depths skips tokens per layer: sized with every token",
+    "use_v1_kernels": "LLaMA-Factory's fused kernels: their savings not modelled",
+    "use_unsloth": "Unsloth's kernels: their savings not modelled",
+    "fp8": "fp8 matmuls counted as bf16",
+}
 
 
 def detect(data: dict[str, Any]) -> bool:
@@ -41,15 +75,20 @@ def read(doc: Document) -> Facts:
     stage = str(data.get("stage", "sft")).lower()
     if stage not in _STAGES:
         raise facts.error("stage", f"unknown stage {stage!r} ({', '.join(_STAGES)})")
+    asft = bool(data.get("use_asft_loss")) and as_bool(facts, "use_asft_loss",
+                                                       data["use_asft_loss"])  # fmt: skip
     if stage in ("ppo", "dpo", "kto") and kind in ("full", "freeze"):
         facts.state("method", Unsupported(f"{stage} keeps a reference model beside a full "
                                           "fine-tune"), "stage")  # fmt: skip
+    elif asft:  # train/sft/workflow.py: create_ref_model for the ASFT loss
+        facts.state("method", Unsupported("use_asft_loss keeps a reference model beside the "
+                                          "trained one"), "use_asft_loss")  # fmt: skip
     elif kind in ("full", "freeze"):
-        facts.state("method", Method.full, "finetuning_type")
+        facts.state("method", Method.full, f"finetuning_type (stage {stage})")
         if kind == "freeze":
             facts.assume("freeze tuning (the last layers only) counted as a full fine-tune")
     elif kind == "lora":
-        _lora(facts, data)
+        _lora(facts, data, stage)
     else:
         facts.state("method", Unsupported(f"finetuning_type {kind}"), "finetuning_type")
     pure = bool(data.get("pure_bf16")) and as_bool(facts, "pure_bf16", data["pure_bf16"])
@@ -58,8 +97,18 @@ def read(doc: Document) -> Facts:
     if half is None:  # hparams/parser.py: infer_optim_dtype picks bf16 where the GPU has it
         half = "bf16"
         facts.assume("no bf16/fp16 given: the model loads in bf16 (infer_optim_dtype)")
-    upcast = not pure and facts.get("method") is Method.full
-    facts.state("load_dtype", "fp32" if upcast else half, "pure_bf16" if pure else "bf16")
+    # model/adapter.py init_adapter: trainable parameters stay in half precision under
+    # pure_bf16 and BAdam, else a full fine-tune upcasts them to fp32
+    badam = bool(data.get("use_badam")) and as_bool(facts, "use_badam", data["use_badam"])
+    upcast = not pure and not badam and facts.get("method") is Method.full
+    where = (
+        "pure_bf16"
+        if pure
+        else "use_badam"
+        if badam and facts.get("method") is Method.full
+        else "bf16"
+    )
+    facts.state("load_dtype", "fp32" if upcast else half, where)
     if pure:
         facts.state("amp", "no", "pure_bf16")
     facts.state("seq_len", as_int(facts, "cutoff_len", data.get("cutoff_len", 2048)), "cutoff_len")
@@ -76,10 +125,21 @@ def read(doc: Document) -> Facts:
     if data.get("enable_liger_kernel") and as_bool(facts, "enable_liger_kernel",
                                                    data["enable_liger_kernel"]):  # fmt: skip
         facts.state("loss", LossKind.fused, "enable_liger_kernel")
+    if stage in _UNCOUNTED:
+        objective(facts, "stage", stage, _UNCOUNTED[stage])
+    for key, what in _UNMODELLED.items():
+        if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
+            facts.ignore(key, f"{what} (over)")
+    if data.get("ray_num_workers"):  # hparams/training_args.py RayArguments, under USE_RAY=1
+        facts.ignore("ray_num_workers", f"{data['ray_num_workers']} Ray workers when launched "
+                     "with USE_RAY=1; the GPU count is not taken from it")  # fmt: skip
+    if data.get("model_name_or_path"):
+        prequantized(facts, "model_name_or_path", str(data["model_name_or_path"]),
+                     facts.get("method") is Method.qlora)  # fmt: skip
     return facts
 
 
-def _lora(facts: Facts, data: dict[str, Any]) -> None:
+def _lora(facts: Facts, data: dict[str, Any], stage: str) -> None:
     bits = data.get("quantization_bit")
     method = Method.lora
     if bits is not None:
@@ -92,7 +152,8 @@ def _lora(facts: Facts, data: dict[str, Any]) -> None:
         method = Method.qlora
         double = as_bool(facts, "double_quantization", data.get("double_quantization", True))
         facts.state("qlora_double_quant", double, "double_quantization")
-    facts.state("method", method, "quantization_bit" if bits else "finetuning_type")
+    where = "finetuning_type, quantization_bit" if bits else "finetuning_type"
+    facts.state("method", method, f"{where} (stage {stage})")
     facts.state("lora_rank", as_int(facts, "lora_rank", data.get("lora_rank", 8)), "lora_rank")
     dropout = as_float(facts, "lora_dropout", data.get("lora_dropout", 0.0))
     facts.state("lora_dropout", dropout, "lora_dropout")

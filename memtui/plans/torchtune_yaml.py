@@ -4,11 +4,13 @@ Keys as torchtune's recipes read them (recipes/*_finetune_*.py, recipes/configs/
 torchtune at bd2a0fc): `model._component_` (a builder: torchtune.models.llama3_1.
 qlora_llama3_1_8b is Llama 3.1 8B under QLoRA) with the LoRA builders' `lora_attn_modules`
 (q_proj, k_proj, v_proj, output_proj), `apply_lora_to_mlp`, `apply_lora_to_output`,
-`lora_rank`, `lora_dropout`; `batch_size`, `gradient_accumulation_steps`,
-`tokenizer.max_seq_len` (null: as long as the data), `dtype` (bf16, fp32),
-`optimizer._component_`, `optimizer_in_bwd`, `enable_activation_checkpointing`,
-`enable_activation_offloading`, `fsdp_cpu_offload` (or `fsdp.cpu_offload`), `loss._component_`
-(CEWithChunkedOutputLoss, LinearCrossEntropyLoss, torch.nn.CrossEntropyLoss). Builders map to
+`lora_rank`, `lora_dropout`, `use_dora`, `quantize_base`; `batch_size`,
+`gradient_accumulation_steps`, `tokenizer.max_seq_len` (null: as long as the data), `dtype`
+(bf16, fp32), `optimizer._component_`, `optimizer_in_bwd`, `enable_activation_checkpointing`,
+`enable_activation_offloading`, `fsdp_cpu_offload` (or `fsdp.cpu_offload`),
+`tensor_parallel_dim`, `loss._component_` (CEWithChunkedOutputLoss, LinearCrossEntropyLoss,
+torch.nn.CrossEntropyLoss; rlhf's DPOLoss and the other preference losses: sized as SFT beside
+LoRA, refused beside a full fine-tune, whose recipe loads a reference model). Builders map to
 the catalog (`BUILDERS`); a builder memtui does not know falls back to the config.json in
 `checkpointer.checkpoint_dir`. A recipe runs on one GPU (`*_single_device`) or shards with
 FSDP (`*_distributed`): the strategy comes from the launch, not the file.
@@ -39,6 +41,7 @@ from memtui.plans.facts import (
     as_int,
     as_names,
     dig,
+    objective,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +81,24 @@ BUILDERS: dict[str, str] = {
     "qwen2_5_72b_instruct": "Qwen/Qwen2.5-72B",
     "qwen3_8b_base": "Qwen/Qwen3-8B",
     "qwen3_8b_instruct": "Qwen/Qwen3-8B",
+    "llama3_3_70b": "meta-llama/Llama-3.3-70B-Instruct",
+    "phi4_14b": "microsoft/phi-4",
+    "qwen3_0_6b_base": "Qwen/Qwen3-0.6B",
+    "qwen3_0_6b_instruct": "Qwen/Qwen3-0.6B",
+    "qwen3_1_7b_base": "Qwen/Qwen3-1.7B",
+    "qwen3_1_7b_instruct": "Qwen/Qwen3-1.7B",
+    "qwen3_4b_base": "Qwen/Qwen3-4B",
+    "qwen3_4b_instruct": "Qwen/Qwen3-4B",
+    "qwen3_14b_base": "Qwen/Qwen3-14B",
+    "qwen3_14b_instruct": "Qwen/Qwen3-14B",
+    "qwen3_32b": "Qwen/Qwen3-32B",
 }
+#: builders of models whose Hugging Face checkpoint fuses q/k/v and gate/up, which torchtune
+#: builds apart (models/phi3/_component_builders.py phi3: q_proj, k_proj, v_proj; phi3_mlp:
+#: gate_proj, up_proj; phi4 uses the same builders), so its LoRA names q/k/v apart
+_UNFUSED = ("phi3_", "phi4_")
+#: torchtune's preference losses (rlhf/loss/dpo.py, ppo.py) -> the objective they train
+_PREFERENCE = {"DPOLoss": "dpo", "RSOLoss": "rso", "SimPOLoss": "simpo", "PPOLoss": "ppo"}
 #: torchtune's module names -> PEFT's (Hugging Face) names in those families
 _ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
 _MLP = ("gate_proj", "up_proj", "down_proj")
@@ -132,6 +152,8 @@ def read(doc: Document) -> Facts:
     else:
         raise facts.error("model._component_", f"builder {base} is not in memtui's catalog and "
                           "no checkpointer.checkpoint_dir names its config.json")  # fmt: skip
+    if base.startswith(_UNFUSED):
+        facts.state("unfused", True, "model._component_")
     _method(facts, data.get("model") or {}, prefix)
     dtype = str(data.get("dtype", "bf16")).lower()
     if dtype not in ("bf16", "fp32"):
@@ -158,20 +180,43 @@ def read(doc: Document) -> Facts:
         if setting is not None and as_bool(facts, key, setting):
             facts.state(field, value, key)
     loss = str(dig(data, "loss._component_") or "").rsplit(".", 1)[-1]
-    if loss:
+    if loss in _PREFERENCE:
+        _preference(facts, _PREFERENCE[loss])
+    elif loss:
         if loss not in _LOSSES:
             raise facts.error("loss._component_", f"unknown loss {loss}")
         facts.state("loss", _LOSSES[loss], "loss._component_")
         if loss == "LinearCrossEntropyLoss":
             facts.assume("LinearCrossEntropyLoss counted as the chunked loss (over-predicts)")
     if data.get("compile") and as_bool(facts, "compile", data["compile"]):
-        facts.assume("compile: torch.compile's savings are not modelled")
+        facts.ignore("compile", "torch.compile's savings are not modelled (over)")
+    if data.get("tensor_parallel_dim") is not None:
+        tp = as_int(facts, "tensor_parallel_dim", data["tensor_parallel_dim"])
+        facts.state("tp", tp, "tensor_parallel_dim")
+    if data.get("custom_sharded_layers"):
+        facts.ignore("custom_sharded_layers", "the layers it names are sharded as their own "
+                     "FSDP units; not modelled (over)")  # fmt: skip
     return facts
 
 
+def _preference(facts: Facts, name: str) -> None:
+    """A preference loss: its recipe sized as SFT, or refused where a reference model is kept."""
+    if facts.get("method") is Method.full:
+        # recipes/full_dpo_distributed.py loads ref_checkpointer's model beside the policy
+        facts.state("method", Unsupported(f"{name} keeps a reference model beside a full "
+                                          "fine-tune"), "loss._component_")  # fmt: skip
+        return
+    # recipes/lora_dpo_*.py: the reference is the base with the adapters disabled; chosen and
+    # rejected run in one concatenated forward with the whole logits
+    facts.state("loss", LossKind.full, "loss._component_")
+    objective(facts, "loss._component_", name, "the rejected sequences are")
+
+
 def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
-    if prefix in ("dora", "qdora"):
-        facts.assume("DoRA counted as LoRA (without its magnitude vectors)")
+    dora = model.get("use_dora") is not None and as_bool(facts, "model.use_dora", model["use_dora"])
+    if prefix in ("dora", "qdora") or dora:
+        key = "model.use_dora" if dora else "model._component_"
+        facts.assume(f"{key}: DoRA counted as LoRA (without its magnitude vectors)")
     if not prefix:
         facts.state("method", Method.full, "model._component_")
         return
@@ -179,7 +224,8 @@ def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
         model.get("quantize_base") is not None
         and as_bool(facts, "model.quantize_base", model["quantize_base"])
     )
-    facts.state("method", Method.qlora if quantized else Method.lora, "model._component_")
+    where = "model._component_" + (", quantize_base" if model.get("quantize_base") else "")
+    facts.state("method", Method.qlora if quantized else Method.lora, where)
     facts.state("lora_rank", as_int(facts, "model.lora_rank", model.get("lora_rank", 8)),
                 "model.lora_rank")  # fmt: skip
     dropout = as_float(facts, "model.lora_dropout", model.get("lora_dropout", 0.0))
@@ -202,7 +248,8 @@ def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
         targets += ("lm_head",)
     if not targets:
         raise facts.error("model.lora_attn_modules", "no module to adapt")
-    facts.state("lora_targets", targets, "model.lora_attn_modules")
+    facts.state("lora_targets", targets,
+                "model.lora_attn_modules, apply_lora_to_mlp, apply_lora_to_output")  # fmt: skip
 
 
 def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
@@ -213,8 +260,9 @@ def _optimizer(facts: Facts, block: dict[str, Any]) -> None:
         return
     if found is Optimizer.sgd and as_float(facts, "optimizer.momentum", block.get("momentum", 0)):
         found = Optimizer.sgd_momentum
-    facts.state("optimizer", found, "optimizer._component_")
-    if found is Optimizer.adamw and not block.get("fused", False):
+    fused = as_bool(facts, "optimizer.fused", block.get("fused", False))
+    facts.state("optimizer", found, "optimizer._component_" + (", fused" if fused else ""))
+    if found is Optimizer.adamw and not fused:
         # torch.optim.AdamW without fused: True steps with foreach (its default on CUDA),
         # as torchtune's 2024 configs did; fused: True is the stack's default
         facts.state("optimizer_kernel", OptimizerKernel.foreach, "optimizer.fused")
@@ -259,6 +307,7 @@ def export(plan: Plan) -> str:
     package = next(
         p
         for p in (
+            "llama3_3",
             "llama3_1",
             "llama3_2",
             "llama3",
@@ -267,6 +316,7 @@ def export(plan: Plan) -> str:
             "gemma2",
             "gemma",
             "phi3",
+            "phi4",
             "qwen2_5",
             "qwen3",
         )
