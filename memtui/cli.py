@@ -78,9 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except UsageError as err:
         # the message may echo a path or a value from elsewhere: escaped, one line
-        from memtui.telemetry.text import printable
+        from memtui.text import LINE, shown
 
-        print(f"memtui {args.command}: error: {printable(str(err))}", file=sys.stderr)
+        print(f"memtui {args.command}: error: {shown(str(err), LINE)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `memtui estimate --json | head`: the reader left; say nothing more.

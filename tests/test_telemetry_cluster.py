@@ -24,7 +24,7 @@ from memtui.telemetry import (
     open_source,
     read_trace,
 )
-from memtui.telemetry.text import printable
+from memtui.text import shown
 from memtui.ui.gpu_state import GpuHistory
 
 GiB = 1024**3
@@ -154,5 +154,5 @@ def test_the_registry_opens_each_source_from_flags(tmp_path: Path) -> None:
 
 
 def test_printable_escapes_control_characters() -> None:
-    assert printable("gpu01") == "gpu01"
-    assert printable("evil\x1b[2Jhost\r\n\x9b") == "evil\\x1b[2Jhost\\r\\n\\x9b"
+    assert shown("gpu01") == "gpu01"
+    assert shown("evil\x1b[2Jhost\r\n\x9b") == "evil\\x1b[2Jhost\\r\\n\\x9b"

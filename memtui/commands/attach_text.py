@@ -75,12 +75,12 @@ def print_attach(snapshot: ClusterSnapshot, info: SourceInfo, as_json: bool) -> 
     from rich.console import Console
     from rich.text import Text
 
-    from memtui.telemetry.text import printable
+    from memtui.text import LINE, shown
 
     console = Console(highlight=False, soft_wrap=True)
 
     def say(line: str, style: str = "") -> None:
-        console.print(Text(printable(line), style=style))
+        console.print(Text(shown(line, LINE), style=style))
 
     for number, job in enumerate(doc["jobs"], 1):
         plan, hw = job["plan"], job["plan"]["hardware"]

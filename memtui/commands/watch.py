@@ -217,9 +217,9 @@ def _exit_code(snapshot: ClusterSnapshot) -> int:
 
 def _error(message: str | None) -> None:
     """The one line an error gets, on stderr (external text escaped)."""
-    from memtui.telemetry.text import printable
+    from memtui.text import LINE, shown
 
-    print(f"memtui watch: {printable(message or 'failed')}", file=sys.stderr, flush=True)
+    print(f"memtui watch: {shown(message or 'failed', LINE)}", file=sys.stderr, flush=True)
 
 
 def format_bytes(value: int | None) -> str:
@@ -248,9 +248,9 @@ def _text(value: str) -> Text:
     """An external string as a table cell: plain text (never markup), controls escaped."""
     from rich.text import Text
 
-    from memtui.telemetry.text import printable
+    from memtui.text import shown
 
-    return Text(printable(value))
+    return Text(shown(value))
 
 
 @functools.cache

@@ -61,7 +61,7 @@ from memtui.telemetry.models import (
     SourceState,
 )
 from memtui.telemetry.source import SourceInfo, SourceKind
-from memtui.telemetry.text import printable
+from memtui.text import shown
 
 MiB = 1024**2
 
@@ -688,7 +688,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     ) -> urllib.request.Request | None:
         parts = urllib.parse.urlsplit(newurl)
         origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else "?"
-        raise _Redirected(code, printable(origin)[:200])
+        raise _Redirected(code, shown(origin))
 
 
 def _one_line(value: object) -> str:

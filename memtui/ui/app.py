@@ -18,7 +18,7 @@ from textual.notifications import SeverityLevel
 
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
-from memtui.telemetry.text import printable
+from memtui.text import LINE, shown
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
 
@@ -93,8 +93,8 @@ class MemtuiApp(App[None]):
         errors, paths and theme files from elsewhere (`[bold]` in one was Rich markup, an
         escape sequence reached the terminal). `markup` is accepted and ignored."""
         super().notify(
-            printable(message),
-            title=printable(title),
+            shown(message, LINE),
+            title=shown(title),
             severity=severity,
             timeout=timeout,
             markup=False,

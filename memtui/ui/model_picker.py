@@ -25,7 +25,7 @@ from memtui.estimator.catalog import find, lookup
 from memtui.estimator.configs import ModelConfigError
 from memtui.estimator.model_source import bare_count
 from memtui.estimator.units import format_count
-from memtui.telemetry.text import printable
+from memtui.text import LINE, shown
 
 
 class ModelPicker(ModalScreen["ModelSpec | None"]):
@@ -127,6 +127,6 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
         if self._answered or not self.is_current:
             return  # escaped while loading: the answer comes too late to count
         if isinstance(result, str):
-            self.query_one("#picker-error", Static).update(Text(printable(result)))
+            self.query_one("#picker-error", Static).update(Text(shown(result, LINE)))
         else:
             self._finish(result)

@@ -22,7 +22,7 @@ from textual.geometry import Size
 
 from memtui.estimator import Budget
 from memtui.telemetry import ClusterSnapshot, DeviceKey, DeviceSnapshot, NodeSnapshot
-from memtui.telemetry.text import printable
+from memtui.text import shown
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.outliers import find_outliers
 from memtui.ui.units import num
@@ -63,7 +63,7 @@ def cluster_text(view: ClusterView) -> Text:
     """Every line of the cluster rows, as one text."""
     lines = _outlier_lines(view)
     nodes = view.snapshot.nodes
-    hosts = [printable(n.hostname or "?") for n in nodes]
+    hosts = [shown(n.hostname or "?") for n in nodes]
     pad = min(_HOST_WIDTH, max((len(h) for h in hosts), default=4))
     needed = len(lines) + len(nodes) + len(view.snapshot.devices)
     summary = needed > view.room and not view.expanded
@@ -106,7 +106,7 @@ def _summary(
     if alerts:
         count += f", {alerts} alert{'s' * (alerts != 1)}"
     if not rows:
-        text = Text(f"{host} ✕ {printable(node.message or 'no GPUs reported')}", no_wrap=True)
+        text = Text(f"{host} ✕ {shown(node.message or 'no GPUs reported')}", no_wrap=True)
         text.stylize(_style(view, "lost"), len(host) + 1, len(host) + 2)
         return text
     statuses = [view.statuses.get(k, RowStatus.UNKNOWN) for k, _ in rows]
@@ -140,7 +140,7 @@ def _header(
         text.append(f"  max {num(max(used), view.unit)}/{num(view.budget.total, view.unit)}")
         text.append(f" {view.unit}")
     if not node.ok:
-        text.append(f"  ✕ {printable(node.message or node.state.value)}", _style(view, "lost"))
+        text.append(f"  ✕ {shown(node.message or node.state.value)}", _style(view, "lost"))
     return text
 
 
@@ -154,13 +154,13 @@ def _outlier_lines(view: ClusterView) -> list[Text]:
         share = d.used_fraction or 0.0
         line = Text("▲ " if share >= 0.95 else "  ", alert, no_wrap=True)
         line.append(
-            f"nearest capacity: {printable(key.host)}/{d.label} "
+            f"nearest capacity: {shown(key.host)}/{d.label} "
             f"{num(d.memory_used, unit)}/{num(d.memory_total, unit)} {unit} ({share:.0%})"
         )
         lines.append(line)
     if found.above and found.median is not None:
         names = ", ".join(
-            f"{printable(k.host)}/{d.label} +{num((d.memory_used or 0) - found.median, unit)}"
+            f"{shown(k.host)}/{d.label} +{num((d.memory_used or 0) - found.median, unit)}"
             for k, d in found.above
         )
         ranks = f"{found.above_count} rank{'s' * (found.above_count != 1)}"
@@ -169,7 +169,7 @@ def _outlier_lines(view: ClusterView) -> list[Text]:
         lines.append(line)
     if found.silent_hosts:
         line = Text("✕ ", lost, no_wrap=True)
-        line.append("not reporting: " + ", ".join(printable(h) for h in found.silent_hosts))
+        line.append("not reporting: " + ", ".join(shown(h) for h in found.silent_hosts))
         lines.append(line)
     return lines
 

@@ -25,7 +25,7 @@ from textual.widget import Widget
 
 from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
-from memtui.telemetry.text import printable
+from memtui.text import shown
 from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.units import num
 from memtui.ui.widgets.bar import render_bar, sparkline
@@ -148,7 +148,7 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
         bar = render_bar(max(4, room), scale, budget.terms, used, style)
         line = Text.assemble(head, bar, " ", tail, no_wrap=True, overflow="crop")
         if device is not None and device.error:
-            line.append(f" {printable(device.error)}", style("lost" if device.lost else "near"))
+            line.append(f" {shown(device.error)}", style("lost" if device.lost else "near"))
         line.truncate(width)
         return line
     bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used, style)
@@ -199,12 +199,12 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
         return text
     if device.lost:  # the verdict first: a long error must not push it off the pane
         text.append("GPU LOST", style("lost"))
-        text.append(f"  {printable(device.error or 'lost')}", style("dim"))
+        text.append(f"  {shown(device.error or 'lost')}", style("dim"))
         return text
     assert status is not None
     text.append(status.value, style(_STATUS_CLASS[status]))
     if device.error:  # said before the numbers, so a narrow pane still shows it
-        text.append(f"  ! {printable(device.error)}", style("near"))
+        text.append(f"  ! {shown(device.error)}", style("near"))
     scale = device.memory_total or budget.capacity
     text.append(
         f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"

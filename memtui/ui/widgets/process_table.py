@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.reactive import reactive
 
 from memtui.telemetry import ClusterSnapshot, DeviceSnapshot
-from memtui.telemetry.text import printable
+from memtui.text import shown
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
 
@@ -140,4 +140,4 @@ class ProcessTable(ViewWidget):
 def _cell(text: str) -> str:
     # a command line or a note with a newline would make its row two lines tall; any other
     # control character is escaped (Columns draws cells as text, never as markup)
-    return printable(" ".join(text.splitlines()))
+    return shown(" ".join(text.splitlines()))

@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from memtui.estimator import Plan
-from memtui.telemetry.text import printable
+from memtui.text import shown
 from memtui.ui.messages import PickModel, StepSetting
 from memtui.ui.plan_edits import SETTINGS
 
@@ -72,7 +72,7 @@ class SettingsPanel(Widget, can_focus=True):
             return Text("")
 
         def show(key: str) -> str:
-            return printable(by_key[key].show(plan))
+            return shown(by_key[key].show(plan))
 
         by_key = {s.key: s for s in SETTINGS}
         cursor_style = self.get_component_rich_style("settings-panel--cursor")
@@ -88,7 +88,7 @@ class SettingsPanel(Widget, can_focus=True):
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(
                 f"{show(SETTINGS[0].key)} on {plan.hardware.nodes}x"
-                f"{plan.hardware.gpus_per_node} {printable(plan.hardware.gpu_name)}\n"
+                f"{plan.hardware.gpus_per_node} {shown(plan.hardware.gpu_name)}\n"
             )
             text.append(summary + "\n")
             text.append(f"▶ {chosen.label}: ", label_style)

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from memtui.telemetry import ClusterSnapshot, SourceInfo, SourceState
-from memtui.telemetry.text import printable
+from memtui.text import LINE, shown
 from memtui.ui.widgets.view_widget import redraw_on_theme_change
 
 
@@ -74,21 +74,21 @@ class StatusLine(Static):
             text.append("○ plan-only", bad)
             text.append(" (try `memtui --demo`):", dim)
             text.append(" ")
-            text.append(printable(view.plan_only_reason))
+            text.append(shown(view.plan_only_reason, LINE))
         elif snap is None or view.source is None:
             text.append(f"… {self._mode(view.source)}: waiting for the first poll", dim)
         else:
             healthy = snap.state is SourceState.OK
             text.append("● " if healthy else "▲ ", ok if healthy else bad)
-            text.append(printable(view.source.mode))
+            text.append(shown(view.source.mode))
             node = snap.as_node()
             if node is not None:
                 if node.hostname:
-                    text.append(f" on {printable(node.hostname)}")
+                    text.append(f" on {shown(node.hostname)}")
                 if node.driver_version:
-                    text.append(f", driver {printable(node.driver_version)}")
+                    text.append(f", driver {shown(node.driver_version)}")
                 if node.cuda_version:
-                    text.append(f", CUDA {printable(node.cuda_version)}")
+                    text.append(f", CUDA {shown(node.cuda_version)}")
             else:
                 hosts = len(snap.nodes)
                 text.append(f", {hosts} host{'s' if hosts != 1 else ''}")
@@ -102,11 +102,11 @@ class StatusLine(Static):
             if view.source.live and snap.poll_seconds is not None:
                 text.append(f", poll {snap.poll_seconds * 1000:.0f} ms", dim)
             if not healthy and snap.message:
-                text.append(f" | {printable(snap.message)}", bad)
+                text.append(f" | {shown(snap.message, LINE)}", bad)
         if view.note:
-            text.append(f" | {printable(view.note)}", dim)
+            text.append(f" | {shown(view.note, LINE)}", dim)
         self.update(text)
 
     @staticmethod
     def _mode(source: SourceInfo | None) -> str:
-        return "plan-only" if source is None else printable(source.mode)
+        return "plan-only" if source is None else shown(source.mode)
