@@ -53,6 +53,13 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     "memtui.ui": ("memtui.commands", *HEAVY),
     "memtui.errors": ("memtui.",),
+    "memtui.text": ("memtui.",),
+    # the one file reader: a leaf under every layer (it raises errors, names files safely)
+    "memtui.bounded": (
+        *UI_FRAMEWORKS,
+        *(f"memtui.{layer}" for layer in ("estimator", "plans", "telemetry", "forensics")),
+        *(f"memtui.{layer}" for layer in ("ui", "commands", "measure", "cli")),
+    ),
 }
 # Modules only one layer may import, whatever the importer.
 OWNED: dict[str, str] = {

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memtui.plans.facts import MAX_CONFIG_BYTES, ConfigError, parse_yaml, read_text
+from memtui.bounded import JOB_CONFIG
+from memtui.plans.facts import ConfigError, parse_yaml, read_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +72,6 @@ def test_a_fifo_or_an_oversized_file_is_one_line(tmp_path: Path) -> None:
         read_text(fifo, "config.yaml")
     big = tmp_path / "big.json"
     with big.open("wb") as f:  # sparse: the size without the bytes
-        f.truncate(MAX_CONFIG_BYTES + 1)
+        f.truncate(JOB_CONFIG.limit + 1)
     with pytest.raises(ConfigError, match="over 8 MiB"):
         read_text(big, "big.json")

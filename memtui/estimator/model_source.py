@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memtui.bounded import MODEL_CONFIG, read_text
 from memtui.errors import one_line
 from memtui.estimator.catalog import base_of_variant, lookup_id
 from memtui.estimator.configs import ModelConfigError, architecture_from_config
@@ -58,12 +59,7 @@ def hub_cache_dir() -> Path:
 
 def read_config_file(path: Path) -> dict:
     """The parsed JSON object of a config.json; any problem is a one-line ModelConfigError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ModelConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as err:
-        raise ModelConfigError(f"{path}: cannot read it ({err.strerror or err})") from None
+    text = read_text(path, MODEL_CONFIG, ModelConfigError)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -23,13 +23,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memtui.bounded import MEMORY_STATS, SNAPSHOT, Bounded, opened
 from memtui.errors import UsageError
+from memtui.text import shown
 
 
 class SnapshotError(UsageError):
@@ -80,65 +83,68 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _head(path: Path) -> bytes:
-    with path.open("rb") as f:
-        return f.read(64)
-
-
 def load(path: str | Path) -> RawFile:
-    """Read `path` as a snapshot pickle or a memory_stats JSON; SnapshotError otherwise."""
-    p = Path(path)
-    name = str(path)
-    try:
-        size = p.stat().st_size
-        head = _head(p)
-    except FileNotFoundError:
-        raise SnapshotError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise SnapshotError(f"{name}: is a folder, not a file") from None
-    except OSError as err:
-        raise SnapshotError(f"{name}: cannot read it ({err.strerror or err})") from None
-    if not head:
-        raise SnapshotError(f"{name}: the file is empty")
-    first = head.lstrip()[:1]
-    if head[:1] == b"\x80":  # PROTO: every pickle of protocol 2 or newer starts so
-        return _classify_pickle(name, _unpickle(p, name), size)
-    if first in (b"{", b"["):
-        return _classify_json(name, _read_json(p, name), size)
+    """Read `path` (`-`: standard input) as a snapshot pickle or a memory_stats JSON, bounded
+    (`memtui.bounded`: a regular file, at most 2 GiB for a pickle and 256 MiB for JSON);
+    SnapshotError otherwise."""
+    with opened(path, SNAPSHOT, SnapshotError) as file:
+        name = file.label
+        head = file.peek(64)[:64]
+        if not head:
+            raise SnapshotError(f"{name}: the file is empty")
+        if head[:1] == b"\x80":  # PROTO: every pickle of protocol 2 or newer starts so
+            return _classify_pickle(name, _unpickle(file), file.count)
+        if head.lstrip()[:1] in (b"{", b"["):
+            return _classify_json(name, _read_json(file), file.count)
     raise SnapshotError(
         f"{name}: neither a PyTorch memory snapshot (a pickle from "
         "torch.cuda.memory._dump_snapshot) nor a torch.cuda.memory_stats() JSON; it starts "
-        f"with {head[:8]!r}"
+        f"with {shown(repr(head[:8]))}"
     )
 
 
-def _unpickle(path: Path, name: str) -> Any:
+def _unpickle(file: Bounded) -> Any:
+    name = file.label
     try:
-        with path.open("rb") as f, _collector_paused():
-            return _PlainUnpickler(f).load()
+        with _collector_paused():
+            data = _PlainUnpickler(file).load()
     except SnapshotError as err:
         raise SnapshotError(f"{name}: {err}") from None
     except MemoryError:
         raise SnapshotError(f"{name}: not enough memory to read it") from None
     except (pickle.UnpicklingError, EOFError) as err:
+        if file.over:  # it ended at the bound, not in the file
+            raise file.too_large() from None
         raise SnapshotError(f"{name}: a damaged or truncated pickle ({_first(err)})") from None
+    except RecursionError:
+        raise SnapshotError(f"{name}: a pickle nested too deeply") from None
     except Exception as err:  # any other malformed opcode stream, in one line
         raise SnapshotError(
             f"{name}: not a readable pickle ({type(err).__name__}: {_first(err)})"
         ) from None
+    return data
 
 
-def _read_json(path: Path, name: str) -> list[Any]:
+def _read_json(file: Bounded) -> list[Any]:
     """The JSON values of the file: one, or one per line (JSON lines)."""
+    name = file.label
+    data = file.read(MEMORY_STATS.limit + 1)
+    if len(data) > MEMORY_STATS.limit:
+        raise SnapshotError(
+            f"{name}: over {MEMORY_STATS.bound()}, larger than any {MEMORY_STATS.what}"
+        )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise SnapshotError(f"{name}: not UTF-8 text, so not a JSON dump") from None
+    del data
     try:
-        return [json.loads(text)]
+        return [_json_value(text)]
     except json.JSONDecodeError as err:
         if err.msg != "Extra data":
             raise SnapshotError(f"{name}: not valid JSON ({_first(err)})") from None
+    except ValueError as err:  # a number JSON has not (NaN, Infinity)
+        raise SnapshotError(f"{name}: {err}") from None
     except RecursionError:
         raise SnapshotError(f"{name}: JSON nested too deeply") from None
     values = []
@@ -146,10 +152,21 @@ def _read_json(path: Path, name: str) -> list[Any]:
         if not line.strip():
             continue
         try:
-            values.append(json.loads(line))
-        except (json.JSONDecodeError, RecursionError) as err:
+            values.append(_json_value(line))
+        except (ValueError, RecursionError) as err:  # JSONDecodeError is a ValueError
             raise SnapshotError(f"{name}: line {number} is not JSON ({_first(err)})") from None
     return values
+
+
+def _json_value(text: str) -> Any:
+    """One JSON value, as JSON defines it: NaN and Infinity (which Python's json accepts, json
+    docs `parse_constant`) are refused; nesting past the interpreter's recursion limit is a
+    RecursionError (the C scanner of json, Modules/_json.c, enters a recursive call per level)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(f"{word} is not a JSON number (torch.cuda.memory_stats() counts bytes)")
 
 
 def _first(err: BaseException) -> str:
@@ -183,20 +200,35 @@ _STAT_ROOTS = frozenset(
 def flatten_stats(value: dict[str, Any]) -> dict[str, int]:
     """memory_stats as torch.cuda.memory_stats() returns it: dotted keys, integer values (the
     nested form of memory_stats_as_nested_dict is flattened the way torch/cuda/memory.py
-    `memory_stats` does it). Values that are not numbers are left out."""
+    `memory_stats` does it). Values that are not numbers are left out, and so is anything
+    nested deeper than that form's three levels; a number that is no count (negative, NaN,
+    infinite: torch counts bytes and events in int64 from zero) is a ValueError."""
     flat: dict[str, int] = {}
 
-    def walk(prefix: str, node: Any) -> None:
-        if isinstance(node, dict):
+    def walk(prefix: str, node: Any, depth: int) -> None:
+        if isinstance(node, dict) and depth < _STATS_DEPTH:
             for k, v in node.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
+                walk(f"{prefix}.{k}" if prefix else str(k), v, depth + 1)
         elif isinstance(node, bool):
             return
         elif isinstance(node, (int, float)):
+            if not (0 <= node < math.inf):  # NaN fails both comparisons
+                raise ValueError(f"{shown(prefix, 80)} is {node!r}, not a count")
             flat[prefix] = int(node)
 
-    walk("", value)
+    walk("", value, 0)
     return flat
+
+
+# memory_stats_as_nested_dict: stat, pool ("all", "large_pool"), then "current"/"peak"/...
+_STATS_DEPTH = 8
+
+
+def _stats(name: str, value: dict[str, Any]) -> dict[str, int]:
+    try:
+        return flatten_stats(value)
+    except ValueError as err:
+        raise SnapshotError(f"{name}: memory_stats {err}") from None
 
 
 def _classify_pickle(name: str, data: Any, size: int) -> RawFile:
@@ -209,9 +241,9 @@ def _classify_pickle(name: str, data: Any, size: int) -> RawFile:
         # `_read` accepts this list the same way)
         return RawFile(name, "segments", {"segments": data, "device_traces": []}, size)
     if _is_stats(data):
-        return RawFile(name, "memory_stats", [[flatten_stats(data)]], size)
+        return RawFile(name, "memory_stats", [[_stats(name, data)]], size)
     what = (
-        f"a dict with keys {', '.join(sorted(map(str, data))[:6])}"
+        f"a dict with keys {', '.join(shown(k, 40) for k in sorted(map(str, data))[:6])}"
         if isinstance(data, dict)
         else f"a {type(data).__name__}"
     )
@@ -227,9 +259,9 @@ def _classify_json(name: str, values: list[Any], size: int) -> RawFile:
         if isinstance(value, dict) and "segments" in value and len(values) == 1:
             return _classify_pickle(name, value, size)  # a snapshot someone saved as JSON
         if _is_stats(value):
-            samples.append([flatten_stats(value)])
+            samples.append([_stats(name, value)])
         elif isinstance(value, list) and value and all(_is_stats(v) for v in value):
-            samples.append([flatten_stats(v) for v in value])  # one dict per device
+            samples.append([_stats(name, v) for v in value])  # one dict per device
         else:
             raise SnapshotError(
                 f"{name}: JSON, but not torch.cuda.memory_stats() output (no key such as "

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,28 +146,18 @@ def _shown(value: Any) -> str:
 _PICKLES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
 
-MAX_CONFIG_BYTES = 8 * 2**20
-"""The most a job-config file may hold: 8 MiB, some thousand times the largest config or launch
-script in the upstream repositories (DeepSpeed and accelerate configs are a few KiB)."""
 MAX_YAML_VALUES = 100_000
 """The most values a YAML document may hold once its aliases are expanded: a real config has
 hundreds; an alias bomb ("billion laughs", nine aliases of nine) has 10^9 from a kilobyte."""
 
 
 def read_text(path: Path, shown: str) -> str:
-    """The file's text, read bounded: a regular file of at most MAX_CONFIG_BYTES (a FIFO, a
-    device or /dev/zero would block or never end; a FIFO is opened without waiting for its
-    writer); an unreadable, oversized or binary file is one line."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise ConfigError(f"{shown}: not a regular file (a FIFO, a device or a folder)")
-            data = file.read(MAX_CONFIG_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(f"{shown}: cannot read it ({err.strerror or err})") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{shown}: over {MAX_CONFIG_BYTES // 2**20} MiB, not a job config")
+    """The file's text, read bounded (`memtui.bounded`, a job config: a regular file of at most
+    8 MiB, a FIFO opened without waiting for its writer); an unreadable, oversized or binary
+    file is one line."""
+    from memtui.bounded import JOB_CONFIG, read_bytes
+
+    data = read_bytes(path, JOB_CONFIG, ConfigError, shown)
     if data[:1] == b"\x80" or data[:4] == b"PK\x03\x04" or path.suffix in _PICKLES:
         # Trainer's training_args.bin is torch.save's zip of a pickle: loading runs code
         raise ConfigError(

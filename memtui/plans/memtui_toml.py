@@ -82,18 +82,19 @@ def load_plan(path: str | Path) -> Plan:
     """Read a saved plan; any problem raises UsageError with one line (file and field)."""
     from pydantic import ValidationError
 
+    from memtui.bounded import PLAN, read_text
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.model_source import load_model
+    from memtui.text import shown
 
     source = Path(path).expanduser()
+    text = read_text(source, PLAN, UsageError, f"--plan {shown(source)}")
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UsageError(f"--plan {source}: cannot read it ({err.strerror or err})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UsageError(f"--plan {source}: not valid TOML ({err})") from None
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UsageError(f"--plan {shown(source)}: not valid TOML ({shown(err)})") from None
     except RecursionError:  # tomllib recurses once per level of nested arrays and tables
-        raise UsageError(f"--plan {source}: TOML nested too deeply") from None
+        raise UsageError(f"--plan {shown(source)}: TOML nested too deeply") from None
     model = data.pop("model", None)
     try:
         if not isinstance(model, dict):
@@ -114,4 +115,4 @@ def load_plan(path: str | Path) -> Plan:
             raise UsageError("[model] needs ref = '...' or parameters = N")
         return Plan(**data, model=spec)
     except (ValidationError, ModelConfigError, ValueError, TypeError) as err:
-        raise UsageError(f"--plan {source}: {one_line(err)}") from None
+        raise UsageError(f"--plan {shown(source)}: {one_line(err)}") from None

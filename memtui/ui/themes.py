@@ -21,7 +21,10 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 from textual.widget import Widget
 
+from memtui.bounded import THEME, read_text
+from memtui.errors import UsageError
 from memtui.estimator.terms import TermKind
+from memtui.text import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -126,21 +129,23 @@ def theme_dirs() -> list[Path]:
 
 def load_theme_file(path: Path) -> ThemeFile:
     """Parse one file; raises ValueError with one line naming the file and the problem."""
+    name = f"theme {shown(path)}"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"theme {path}: cannot read it ({err})") from None
+        # bounded: a FIFO in the themes folder opens without waiting (every start read it)
+        data = tomllib.loads(read_text(path, THEME, UsageError, name))
+    except UsageError as err:
+        raise ValueError(str(err)) from None
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"theme {path}: not valid TOML ({err})") from None
+        raise ValueError(f"{name}: not valid TOML ({shown(err)})") from None
     except RecursionError:  # tomllib recurses once per level
-        raise ValueError(f"theme {path}: TOML nested too deeply") from None
+        raise ValueError(f"{name}: TOML nested too deeply") from None
     try:
         return ThemeFile(**data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"theme {path.name}: {where}: {msg}") from None
+        raise ValueError(f"theme {shown(path.name)}: {where}: {shown(msg)}") from None
 
 
 def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:

@@ -100,8 +100,8 @@ class SettingsPanel(Widget, can_focus=True):
         # more rows than lines (100x30): a window that keeps the cursor row on screen
         height = max(1, self.size.height)
         first = min(max(0, self.cursor - height // 2), max(0, len(SETTINGS) - height))
-        shown = list(enumerate(SETTINGS))[first : first + height]
-        for i, setting in shown:
+        visible = list(enumerate(SETTINGS))[first : first + height]
+        for i, setting in visible:
             mine = i == self.cursor
             line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
             line.append(show(setting.key))
@@ -109,6 +109,6 @@ class SettingsPanel(Widget, can_focus=True):
                 line.stylize(cursor_style)
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
-            if i < shown[-1][0]:
+            if i < visible[-1][0]:
                 lines.append("\n")
         return lines
