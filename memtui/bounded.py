@@ -67,6 +67,8 @@ SNAPSHOT = Kind("memory snapshot", 2 * GiB)
 # torch.cuda.memory_stats() is about 5 KiB per device as JSON; JSON lines of one per step
 # for hours of a run stay far below this.
 MEMORY_STATS = Kind("memory_stats JSON", 256 * MiB)
+# What a `memtui measure` worker writes in its run folder (one rank's numbers, the job).
+MEASUREMENT = Kind("measurement", 8 * MiB)
 # A recorded trace (`watch --record`), read line by line: a poll a second of a 64-GPU cluster
 # for a month stays below the file bound; a line is one cluster snapshot of many hosts with
 # their processes.
