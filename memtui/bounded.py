@@ -148,7 +148,7 @@ def open_file(
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise error(f"{label}: no such file") from None
+        raise error(f"{label}: no such file (cannot read it)") from None
     except OSError as err:
         raise error(f"{label}: cannot read it ({err.strerror or type(err).__name__})") from None
     info = os.fstat(fd)
