@@ -67,22 +67,33 @@ SNAPSHOT = Kind("memory snapshot", 2 * GiB)
 # torch.cuda.memory_stats() is about 5 KiB per device as JSON; JSON lines of one per step
 # for hours of a run stay far below this.
 MEMORY_STATS = Kind("memory_stats JSON", 256 * MiB)
-# One line of a recorded trace: a cluster snapshot of many hosts with their processes.
+# What a `memtui measure` worker writes in its run folder (one rank's numbers, the job).
+MEASUREMENT = Kind("measurement", 8 * MiB)
+# A recorded trace (`watch --record`), read line by line: a poll a second of a 64-GPU cluster
+# for a month stays below the file bound; a line is one cluster snapshot of many hosts with
+# their processes.
+TRACE = Kind("recorded trace", 64 * GiB)
 TRACE_LINE = Kind("trace line", 16 * MiB)
 
 
 class _Limit(io.RawIOBase):
     """`raw`, ending after `limit` bytes; `over` says whether there was more."""
 
-    def __init__(self, raw: BinaryIO, limit: int) -> None:
+    def __init__(self, raw: BinaryIO, limit: int, owned: bool) -> None:
         super().__init__()
         self._raw = raw
+        self._owned = owned  # standard input is not closed with it
         self._left = limit
         self.limit = limit
         self.over = False
 
     def readable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        if self._owned:
+            self._raw.close()
+        super().close()
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         if self._left <= 0:
@@ -120,6 +131,39 @@ class Bounded(io.BufferedReader):
         return self.error(f"{self.label}: over {kind.bound()}, larger than any {kind.what}")
 
 
+def open_file(
+    path: str | Path,
+    kind: Kind,
+    error: type[MemtuiError] = UsageError,
+    name: str | None = None,
+) -> Bounded:
+    """`path` (`-`: standard input) opened for reading at most `kind.limit` bytes; a file that
+    is not regular, cannot be opened or claims more is `error`, one line naming it as `name`
+    (default: the path, shown safely). The caller closes it (`opened` does)."""
+    label = shown(path) if name is None else name
+    if str(path) == "-":
+        if sys.stdin is None:
+            raise error(f"{label}: no standard input to read")
+        return Bounded(_Limit(sys.stdin.buffer, kind.limit, owned=False), kind, label, error)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise error(f"{label}: no such file (cannot read it)") from None
+    except OSError as err:
+        raise error(f"{label}: cannot read it ({err.strerror or type(err).__name__})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > kind.limit:
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise error(f"{label}: is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{label}: not a regular file (a FIFO, a device or a socket), not read")
+        # a sparse 4 GB file is refused before a byte is read
+        raise error(f"{label}: over {kind.bound()}, larger than any {kind.what}")
+    raw = os.fdopen(fd, "rb", buffering=0)
+    return Bounded(_Limit(raw, kind.limit, owned=True), kind, label, error)
+
+
 @contextmanager
 def opened(
     path: str | Path,
@@ -127,36 +171,14 @@ def opened(
     error: type[MemtuiError] = UsageError,
     name: str | None = None,
 ) -> Iterator[Bounded]:
-    """`path` (`-`: standard input) opened for reading at most `kind.limit` bytes; a file that
-    is not regular, cannot be opened or claims more is `error`, one line naming it as `name`
-    (default: the path, shown safely)."""
-    label = shown(path) if name is None else name
-    if str(path) == "-":
-        stdin = sys.stdin.buffer if sys.stdin is not None else None
-        if stdin is None:
-            raise error(f"{label}: no standard input to read")
-        yield Bounded(_Limit(stdin, kind.limit), kind, label, error)  # stdin stays open
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise error(f"{label}: no such file") from None
-    except OSError as err:
-        raise error(f"{label}: cannot read it ({err.strerror or type(err).__name__})") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise error(f"{label}: is a folder, not a file")
-        raise error(f"{label}: not a regular file (a FIFO, a device or a socket), not read")
-    with os.fdopen(fd, "rb", buffering=0) as raw:
-        file = Bounded(_Limit(raw, kind.limit), kind, label, error)
-        if info.st_size > kind.limit:  # a sparse 4 GB file is refused before a byte is read
-            raise file.too_large()
+    """`open_file`, closed after the block; an OSError while reading is `error` too."""
+    with open_file(path, kind, error, name) as file:
         try:
             yield file
         except OSError as err:  # EIO, a file on a vanished network mount
-            raise error(f"{label}: cannot read it ({err.strerror or type(err).__name__})") from None
+            raise error(
+                f"{file.label}: cannot read it ({err.strerror or type(err).__name__})"
+            ) from None
 
 
 def read_bytes(

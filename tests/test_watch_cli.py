@@ -253,15 +253,39 @@ def test_record_into_a_missing_directory_is_one_line_exit_2(
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_record_write_error_says_so_once_and_stops() -> None:
-    """Disk full while watching (/dev/full answers ENOSPC): one line, exit 1, no traceback."""
-    out = watch("--demo", "--count", "5", "--interval", "0.05", "--json", "--record", "/dev/full")
+def _small_files() -> None:  # a write past 64 KiB fails (EFBIG; Python ignores SIGXFSZ)
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def test_record_write_error_says_so_once_and_stops(tmp_path: Path) -> None:
+    """The disk refusing a write while watching (here the file-size limit: a full disk
+    answers the same way with ENOSPC): one line, exit 1, no traceback."""
+    trace = tmp_path / "run.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "memtui", "watch", "--demo", "--count", "200", "--interval",
+         "0.01", "--json", "--record", str(trace)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, preexec_fn=_small_files,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr
     errors = out.stderr.strip().splitlines()
-    assert len(errors) == 1 and "No space left on device" in errors[0], out.stderr
+    assert len(errors) == 1 and "File too large" in errors[0], out.stderr
     assert "stopped" in errors[0]
-    assert out.stdout == ""  # recorded before shown: nothing shown that is not on disk
+    # recorded before shown: the snapshots shown are the whole lines on disk (the failed
+    # write may have left part of a line)
+    assert 0 < len(out.stdout.splitlines()) == trace.read_bytes().count(b"\n")
+
+
+def test_record_onto_a_device_is_refused() -> None:
+    """/dev/full as --record: not a regular file, left as it is (one line, exit 2)."""
+    out = watch("--demo", "--count", "1", "--json", "--record", "/dev/full")
+    assert out.returncode == 2, out.stderr
+    errors = out.stderr.strip().splitlines()
+    assert len(errors) == 1 and "not a regular file" in errors[0], out.stderr
+    assert out.stdout == ""
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memtui.estimator.units import GB, format_count
+from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan, Report
@@ -42,7 +43,7 @@ def print_report(
         f"{arch.num_layers} layers; static state {report.bytes_per_param:.2f} B/param"
     )
     for note in report.assumptions:
-        console.print(f"[dim]assumed: {note}[/]")
+        console.print(Text(f"assumed: {shown(note, LINE)}", style="dim"))
 
     terms = Table(title="Per-GPU budget", title_justify="left")
     terms.add_column("Term")

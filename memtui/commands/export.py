@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
-from memtui.errors import UsageError
+from memtui.text import LINE, shown
 
 
 def register(sub: Any) -> None:
@@ -53,21 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    written = write_new(Path(args.output), text, args.force)
-    print(f"wrote {written} ({args.format} config for the {plan.stack.value} stack)")
+    from memtui.plans.files import write_new
+
+    inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
+    written = write_new(Path(args.output), text, args.force, inputs)
+    print(f"wrote {shown(written, LINE)} ({args.format} config for the {plan.stack.value} stack)")
     return 0
-
-
-def write_new(path: Path, text: str, force: bool) -> Path:
-    """Write `text` to `path` atomically; an existing file only when `force`."""
-    from memtui.plans.files import write_atomic
-
-    target = path.expanduser()
-    if target.exists() and not force:
-        raise UsageError(f"{target}: already exists; give --force to overwrite it")
-    if target.is_dir():
-        raise UsageError(f"{target}: is a folder; give a file name")
-    try:
-        return write_atomic(target, text)
-    except OSError as err:
-        raise UsageError(f"{target}: cannot write it ({err.strerror or err})") from None

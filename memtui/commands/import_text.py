@@ -8,20 +8,23 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from memtui.text import LINE, shown
+
 if TYPE_CHECKING:
     from memtui.plans.imports import Imported
 
 
 def print_imported(imported: Imported, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(f"[bold]From {escape(imported.label)}[/]:")
+    console.print(f"[bold]From {escape(shown(imported.label, LINE))}[/]:")
     width = max((len(p.field) for p in imported.provenance), default=0)
     for line in imported.provenance:
         console.print(
-            f"  {line.field:<{width}} = {escape(line.value)}  [dim]<- {escape(line.source)}[/]",
+            f"  {line.field:<{width}} = {escape(shown(line.value))}  "
+            f"[dim]<- {escape(shown(line.source))}[/]",
             soft_wrap=True,
         )
     for note in imported.assumptions:
-        console.print(f"  [dim]assumed: {escape(note)}[/]", soft_wrap=True)
+        console.print(f"  [dim]assumed: {escape(shown(note, LINE))}[/]", soft_wrap=True)
     for note in imported.ignored:
-        console.print(f"  [dim]ignored: {escape(note)}[/]", soft_wrap=True)
+        console.print(f"  [dim]ignored: {escape(shown(note, LINE))}[/]", soft_wrap=True)

@@ -50,6 +50,9 @@ def register(sub: Any) -> None:
         help="also write the snapshot for PyTorch's memory_viz: OUT.html (a page) or "
         "OUT.pickle (drop it on pytorch.org/memory_viz), allocations coloured by plan term",
     )
+    parser.add_argument(
+        "--force", action="store_true", help="let --export-viz overwrite an existing OUT"
+    )
     parser.add_argument("--plan", metavar="FILE", help="a saved memtui plan (TOML) to compare")
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
@@ -82,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
     if args.device is not None and args.device < 0:
         raise UsageError(f"--device must be 0 or more, not {args.device}")
     plan, report = plan_and_report(args)  # flags first: a bad flag fails before a long read
+    if args.export_viz:
+        from memtui.plans.files import new_target
+
+        new_target(args.export_viz, args.force, [args.file])
     started = time.perf_counter()
     raw = load(args.file)
     summary = summarise(raw, args.device)
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.export_viz:
         from memtui.forensics.export import export
 
-        exported = export(raw, args.export_viz)
+        exported = export(raw, args.export_viz, args.force)
     del raw
     comparisons = {
         d.device: compare_plan(d, plan, report) if plan is not None and report is not None else None
@@ -106,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     from rich.console import Console
+    from rich.text import Text
 
+    from memtui.text import LINE, shown
     from memtui.ui import snapshot_render as render
 
     console = Console()
@@ -118,5 +127,10 @@ def run(args: argparse.Namespace) -> int:
             render.device_view(summary, d, args.unit, comparisons[d.device], console.width)
         )
     if exported is not None:
-        console.print(f"\nwrote {exported} for memory_viz (allocations coloured by plan term)")
+        console.print(
+            Text(
+                f"\nwrote {shown(exported, LINE)} for memory_viz "
+                "(allocations coloured by plan term)"
+            )
+        )
     return 0

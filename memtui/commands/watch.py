@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
 from memtui.errors import UsageError
+from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -151,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.record:
             try:
-                recorder = Recorder(args.record)
+                recorder = Recorder(args.record, [args.replay] if args.replay else [])
             except OSError as err:
-                raise UsageError(f"--record {args.record}: {err.strerror or err}") from err
+                raise UsageError(f"--record {shown(args.record)}: {err.strerror or err}") from None
         source = _open(args)
         # a live loop polls again after a failure; --once or a trace file does not
         retry_s = None if args.once or not source.info.live else args.interval
@@ -217,8 +218,6 @@ def _exit_code(snapshot: ClusterSnapshot) -> int:
 
 def _error(message: str | None) -> None:
     """The one line an error gets, on stderr (external text escaped)."""
-    from memtui.text import LINE, shown
-
     print(f"memtui watch: {shown(message or 'failed', LINE)}", file=sys.stderr, flush=True)
 
 
@@ -247,8 +246,6 @@ def _device_name(d: DeviceSnapshot) -> str:
 def _text(value: str) -> Text:
     """An external string as a table cell: plain text (never markup), controls escaped."""
     from rich.text import Text
-
-    from memtui.text import shown
 
     return Text(shown(value))
 

@@ -25,10 +25,9 @@ without a category, and when none is, segment events carry it.
 from __future__ import annotations
 
 import base64
+import html
 import json
-import os
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -158,41 +157,22 @@ def _plain(value: Any, depth: int = 0) -> Any:
     return value if isinstance(value, _SCALARS) else str(value)
 
 
-def export(raw: RawFile, out: str | Path) -> Path:
-    """Write `raw` for memory_viz: `.html` a page, anything else the pickle. Atomic: a failed
-    write leaves no half file."""
+def export(raw: RawFile, out: str | Path, force: bool = False) -> Path:
+    """Write `raw` for memory_viz: `.html` a page, anything else the pickle. As every file a
+    command writes (`memtui.plans.files.write_new`): atomic, a regular file only, never the
+    snapshot read, an existing file only when `force`."""
+    from memtui.plans.files import write_new
+
     path = Path(out)
     data = viewer_snapshot(raw)
     payload = pickle.dumps(data, protocol=4)
     if path.suffix.lower() in (".html", ".htm"):
         padded = payload + b"\x00" * (-len(payload) % 3)  # whole base64 quanta, as _format_viz
-        files = json.dumps(
-            [{"name": Path(raw.path).name, "base64": base64.b64encode(padded).decode("ascii")}]
-        )
-        body = _HTML.format(title=f"memory_viz: {Path(raw.path).name}", files=files).encode()
+        name = Path(raw.path).name
+        files = json.dumps([{"name": name, "base64": base64.b64encode(padded).decode("ascii")}])
+        # the file name is the user's: escaped for the title, and no "</script>" in the script
+        title = html.escape(f"memory_viz: {name}")
+        body = _HTML.format(title=title, files=files.replace("</", "<\\/")).encode()
     else:
         body = payload
-    _write(path, body)
-    return path
-
-
-def _write(path: Path, body: bytes) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise SnapshotError(f"cannot write {path}: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise SnapshotError(f"cannot write {path}: {err.strerror or err}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    return write_new(path, body, force, [raw.path])

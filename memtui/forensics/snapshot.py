@@ -33,12 +33,14 @@ from memtui.forensics.model import (
     Timeline,
 )
 from memtui.forensics.reader import RawFile, SnapshotError
+from memtui.text import shown
 
 TIMELINE_POINTS = 240
 _ALLOC_STATES = ("active_allocated",)
 _PENDING_STATES = ("active_pending_free", "active_awaiting_free")
 _SEG_UP = ("segment_alloc", "segment_map")
 _SEG_DOWN = ("segment_free", "segment_unmap")
+_SIZED = ("alloc", "free_requested", "free_completed", *_SEG_UP, *_SEG_DOWN)
 
 
 class _Budget:
@@ -60,9 +62,27 @@ class _Budget:
 
 
 def _int(value: Any, what: str) -> int:
+    """A byte count of the file: a whole number, never negative (the allocator's sizes are
+    size_t: torch/csrc/cuda/Module.cpp writes them as int64 from unsigned values)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise SnapshotError(f"{what} is {type(value).__name__}, not a whole number of bytes")
+    if value < 0:
+        raise SnapshotError(f"{what} is {value:,}, a negative size; not a snapshot PyTorch wrote")
     return value
+
+
+def _device_of(seg: dict[str, Any], where: str, traced: int) -> int:
+    """The segment's CUDA device index: a whole number from 0, and one the file traces when it
+    has traces (`device_traces` holds one list per device: torch/csrc/cuda/Module.cpp
+    `THCPModule_memorySnapshot`)."""
+    dev = seg.get("device", 0)
+    if isinstance(dev, bool) or not isinstance(dev, int) or dev < 0:
+        raise SnapshotError(f"{where}: device {shown(repr(dev), 40)} is not a GPU index")
+    if traced and dev >= traced:
+        raise SnapshotError(
+            f"{where}: device {dev:,}, but the file traces devices 0 to {traced - 1} only"
+        )
+    return dev
 
 
 def settings_of(data: dict[str, Any]) -> AllocatorSettings:
@@ -108,8 +128,9 @@ def summarise_snapshot(raw: RawFile, device: int | None = None) -> FileSummary:
     for i, seg in enumerate(segments):
         if not isinstance(seg, dict):
             raise SnapshotError(f"{raw.path}: segment {i} is not a dict")
-        dev = seg.get("device", 0)
-        by_device.setdefault(dev if isinstance(dev, int) else 0, []).append(seg)
+        by_device.setdefault(_device_of(seg, f"{raw.path}: segment {i}", len(traces)), []).append(
+            seg
+        )
     budget.spend(len(segments), raw.path)
     devices = sorted(set(by_device) | {i for i, t in enumerate(traces) if t})
     if device is not None:
@@ -178,15 +199,22 @@ class _Blocks:
             small = seg.get("segment_type") == "small" or total <= 2 * K_SMALL_SIZE
             addr = seg.get("address")
             addr = addr if isinstance(addr, int) else None
+            held = 0
             for b, block in enumerate(blocks):
                 if not isinstance(block, dict):
                     raise SnapshotError(f"{where}, block {b}: not a dict")
                 size = _int(block.get("size"), f"{where}, block {b}: size")
+                held += size
                 state = block.get("state")
                 baddr = block.get("address", addr)
                 if state in _ALLOC_STATES:
                     req = block.get("requested_size", size)
                     req = _int(req, f"{where}, block {b}: requested_size")
+                    if req > size:  # the block is the request rounded up, never less
+                        raise SnapshotError(
+                            f"{where}, block {b}: requested_size {req:,} is more than the "
+                            f"block's size {size:,}; not a snapshot PyTorch wrote"
+                        )
                     frames = block.get("frames")
                     self.allocated += size
                     self.requested += req
@@ -207,9 +235,16 @@ class _Blocks:
                     key = (small, stream if isinstance(stream, int) else 0)
                     self.largest_by_pool[key] = max(self.largest_by_pool.get(key, 0), size)
                 else:
-                    raise SnapshotError(f"{where}, block {b}: unknown state {state!r}")
+                    raise SnapshotError(
+                        f"{where}, block {b}: unknown state {shown(repr(state), 40)}"
+                    )
                 if addr is not None:
                     addr += size
+            if held > total:  # the blocks split the segment: they never add up to more
+                raise SnapshotError(
+                    f"{where}: its blocks hold {held:,} bytes, more than the segment's "
+                    f"total_size {total:,}; not a snapshot PyTorch wrote"
+                )
 
 
 def _device(
@@ -322,6 +357,8 @@ class _TraceWalk:
         try:
             for i, e in enumerate(trace):
                 action = e["action"]
+                if action in _SIZED:
+                    _int(e["size"], f"{where}: entry {i} size")
                 if action == "alloc":
                     cur += e["size"]
                 elif action == free_action:

@@ -48,6 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from memtui.bounded import MEASUREMENT, read_text
 from memtui.estimator.choices import Method, Precision, Strategy
 from memtui.estimator.plan import Plan
 from memtui.measure.measurement import Measurement, Unsupported
@@ -146,7 +147,7 @@ def _last_error(stderr: str) -> str:
 
 
 def _load(path: Path) -> Measurement:
-    return Measurement(**json.loads(path.read_text()))
+    return Measurement(**json.loads(read_text(path, MEASUREMENT)))
 
 
 @contextlib.contextmanager
@@ -223,7 +224,7 @@ def _rank_main(job: Path, out: Path) -> None:
     from memtui.measure.step import native_dropout
     from memtui.measure.trainer import _quiet, lora_model, run_trainer
 
-    data = json.loads(job.read_text())
+    data = json.loads(read_text(job, MEASUREMENT))
     config, plan = data["config"], Plan.model_validate(data["plan"])
     mixed = plan.precision is Precision.bf16_mixed
 

@@ -6,6 +6,8 @@ umask; an existing file keeps its own), not mkstemp's 0600. A symlink is followe
 is written and the link stays (replacing the link left the target as it was while the screen
 said "saved"). Only a regular file or a path not made yet is written: a device, a pipe or a
 folder is refused (`--save /dev/full` as root replaced the device with a text file).
+`write_new` adds the rules of every file a command writes on request (`export -o`,
+`snapshot --export-viz`): an existing file only with `--force`, never one of the inputs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from memtui.errors import UsageError
+from memtui.text import shown
 
 
 def _file_mode(target: Path) -> int:
@@ -39,9 +45,9 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Write `text` to `path` atomically (creating its folder); returns the path written (a
-    symlink's target). Raises OSError for a path that is not a regular file."""
+def write_atomic(path: str | Path, content: str | bytes) -> Path:
+    """Write `content` (text as UTF-8) to `path` atomically (creating its folder); returns the
+    path written (a symlink's target). Raises OSError for a path that is not a regular file."""
     target = Path(os.path.realpath(Path(path).expanduser()))
     try:
         kind = target.stat().st_mode
@@ -54,8 +60,8 @@ def write_atomic(path: str | Path, text: str) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, mode)  # mkstemp makes it 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content.encode("utf-8") if isinstance(content, str) else content)
             handle.flush()
             os.fsync(handle.fileno())  # the rename must not publish an empty file after a crash
         os.replace(tmp, target)
@@ -63,3 +69,35 @@ def write_atomic(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def new_target(path: str | Path, force: bool, inputs: Iterable[str | Path] = ()) -> Path:
+    """`path` checked as a file to write on request: a folder, a device or a pipe is refused,
+    so is any of `inputs` (the file being read), and an existing file unless `force`; the
+    check a command makes before its work, so a long read is not wasted."""
+    target = Path(path).expanduser()
+    name = shown(target)
+    if target.is_dir():
+        raise UsageError(f"{name}: is a folder; give a file name")
+    if not target.exists():
+        return target
+    if not stat.S_ISREG(target.stat().st_mode):
+        raise UsageError(f"{name}: not a regular file (a device or a pipe), left as it is")
+    for source in inputs:
+        if str(source) != "-" and os.path.exists(source) and os.path.samefile(target, source):
+            raise UsageError(f"{name}: is the input file; give another name")
+    if not force:
+        raise UsageError(f"{name}: already exists; give --force to overwrite it")
+    return target
+
+
+def write_new(
+    path: str | Path, content: str | bytes, force: bool, inputs: Iterable[str | Path] = ()
+) -> Path:
+    """`content` written atomically to `path` after `new_target`'s checks; returns the path
+    written. Any problem is one UsageError line."""
+    target = new_target(path, force, inputs)
+    try:
+        return write_atomic(target, content)
+    except OSError as err:
+        raise UsageError(f"{shown(target)}: cannot write it ({err.strerror or err})") from None

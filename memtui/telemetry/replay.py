@@ -16,15 +16,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
+from memtui.bounded import TRACE, TRACE_LINE, Bounded, LineTooLong, lines, open_file
+from memtui.errors import MemtuiError
 from memtui.telemetry.models import (
     ClusterSnapshot,
     SourceState,
     failed_snapshot,
 )
-from memtui.telemetry.recorder import iter_snapshots
+from memtui.telemetry.recorder import iter_snapshots, skipped_note
 from memtui.telemetry.source import SourceInfo, SourceKind, select_in_cluster
+from memtui.text import shown
 
 
 def replay_info(path: Path) -> SourceInfo:
@@ -58,7 +60,8 @@ class ReplaySource:
         self.info = replay_info(self.path)
         self.name = self.info.label
         self._clock = clock
-        self._file: BinaryIO | None = None
+        self._file: Bounded | None = None
+        self._skipped: list[int] = []
         self._lines: Iterator[ClusterSnapshot] | None = None
         self._current: ClusterSnapshot | None = None
         self._pending: ClusterSnapshot | None = None
@@ -68,8 +71,10 @@ class ReplaySource:
 
     def _open(self) -> None:
         self.close()
-        self._file = self.path.open("rb")  # bytes: each line is decoded on its own
-        self._lines = iter_snapshots(self._file)
+        # bytes, each line decoded on its own, bounded; a FIFO or a device is refused
+        self._file = open_file(self.path, TRACE, name=f"cannot read trace {shown(self.path)}")
+        self._skipped = []
+        self._lines = iter_snapshots(lines(self._file, TRACE_LINE), self._skipped)
         self._current = self._pending = None
         self._ended = False
         self._started = self._clock()
@@ -92,25 +97,34 @@ class ReplaySource:
                 snapshot = self._advance()
         except OSError as err:
             return self._failed(
-                f"cannot read trace {self.path}: {err.strerror or err}",
+                f"cannot read trace {shown(self.path)}: {err.strerror or err}",
                 "check the path given to --replay",
+            )
+        except MemtuiError as err:  # not a regular file, too large
+            return self._failed(str(err), "give --replay a trace written by --record")
+        except LineTooLong as err:
+            return self._failed(
+                f"trace {shown(self.path.name)}: {err}; not a memtui trace",
+                "give --replay a trace written by --record",
             )
         if snapshot is None:
             if self._current is None:
                 # empty, binary or unrelated: an error, not a replay that merely ended
                 return self._failed(
-                    f"trace {self.path.name} holds no memtui snapshots "
+                    f"trace {shown(self.path.name)} holds no memtui snapshots "
                     "(empty, or not a JSONL trace)",
                     "record one with `memtui watch --record FILE`",
                 )
             self._ended = True
+            note = skipped_note(self._skipped)
+            reason = f"end of replay; {note}" if note else "end of replay"
             snapshot = self._current.model_copy(
-                update={"state": SourceState.ENDED, "reason": "end of replay", "remedy": None}
+                update={"state": SourceState.ENDED, "reason": reason, "remedy": None}
             )
-        shown = select_in_cluster(snapshot.model_copy(update={"source": self.name}), self.only)
-        if not self._ended and not snapshot.ok and shown.state is snapshot.state:
-            shown = shown.model_copy(update={"recorded": True})  # data, not our health
-        return shown
+        chosen = select_in_cluster(snapshot.model_copy(update={"source": self.name}), self.only)
+        if not self._ended and not snapshot.ok and chosen.state is snapshot.state:
+            chosen = chosen.model_copy(update={"recorded": True})  # data, not our health
+        return chosen
 
     def _failed(self, reason: str, remedy: str) -> ClusterSnapshot:
         # a node-shaped failure, as before traces held clusters (`watch --json` prints it so)

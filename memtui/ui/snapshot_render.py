@@ -23,6 +23,7 @@ from memtui.forensics.model import (
     Finding,
     Timeline,
 )
+from memtui.text import LINE, shown
 
 SPARKS = " ▁▂▃▄▅▆▇█"
 _KIND = {
@@ -38,7 +39,7 @@ def _b(n: int | None, unit: str) -> str:
 
 def header(summary: FileSummary, seconds: float | None = None) -> Text:
     text = Text()
-    text.append(summary.path, style="bold")
+    text.append(shown(summary.path), style="bold")
     read = f", read in {seconds:.1f} s" if seconds is not None else ""
     events = f", {summary.trace_events:,} trace events" if summary.trace_events else ""
     text.append(
@@ -46,7 +47,7 @@ def header(summary: FileSummary, seconds: float | None = None) -> Text:
         f"{events} ({summary.file_bytes / 1e6:,.1f} MB file{read})"
     )
     for note in summary.notes:
-        text.append(f"\nnote: {note}", style="dim")
+        text.append(f"\nnote: {shown(note, LINE)}", style="dim")
     return text
 
 
@@ -59,7 +60,7 @@ def settings_line(s: AllocatorSettings) -> Text:
 
     mss = "unlimited" if s.max_split_size is None else format_bytes(s.max_split_size, "MiB", 0)
     gc = s.garbage_collection_threshold
-    conf = f'"{s.conf}"' if s.conf else "unset"
+    conf = f'"{shown(s.conf)}"' if s.conf else "unset"  # from the file, as every string
     return Text(
         f"allocator settings: expandable_segments {on(s.expandable_segments)}, max_split_size "
         f"{mss}, garbage_collection_threshold {gc if gc else 'off'}, "
@@ -106,7 +107,7 @@ def findings_text(items: Sequence[Finding], title: str = "") -> Text:
     for i, f in enumerate(items):
         mark, style = marks.get(f.kind, ("-", ""))
         text.append(f"{mark} ", style=style)
-        text.append(f.text + ("\n" if i < len(items) - 1 else ""))
+        text.append(shown(f.text, LINE) + ("\n" if i < len(items) - 1 else ""))
     return text
 
 
@@ -211,7 +212,7 @@ def unattributed_text(d: DeviceSummary, unit: str) -> Text | None:
     text = Text("Unattributed, by innermost frame:\n", style="bold")
     for i, (site, size) in enumerate(a.unattributed_sites):
         end = "\n" if i < len(a.unattributed_sites) - 1 else ""
-        text.append(f"  {_b(size, unit):>10} {unit}  {site}{end}")
+        text.append(f"  {_b(size, unit):>10} {unit}  {shown(site)}{end}")
     return text
 
 
@@ -232,7 +233,9 @@ def device_view(
         if extra is not None:
             parts.append(extra)
     if comparison is not None:
-        parts.append(Text(f"plan: {comparison.plan}; compared {comparison.basis}", style="dim"))
+        parts.append(
+            Text(f"plan: {shown(comparison.plan, LINE)}; compared {comparison.basis}", style="dim")
+        )
         if comparison.findings:
             parts.append(findings_text(comparison.findings, "Against the plan"))
     if d.timeline is not None and d.timeline.events:
