@@ -264,6 +264,7 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     from memtui.estimator.model_source import load_model
     from memtui.estimator.plan import ModelSpec, Plan
     from memtui.estimator.precedence import PlanLayer
+    from memtui.plans.hub import fetch_config
 
     values: dict[str, Any] = {}
     for name, _, knob in knobs(Plan):
@@ -273,7 +274,7 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     if args.params is not None:
         values["model"] = ModelSpec.from_parameters(args.params)
     elif args.model is not None:
-        values["model"] = load_model(args.model)
+        values["model"] = load_model(args.model, fetch_config)
     if args.gpu_memory is not None:
         memory, name, link, capability = args.gpu_memory
         values.update({"hardware.gpu_memory": memory, "hardware.gpu_name": name})

@@ -1,0 +1,209 @@
+"""Model ids resolved through the Hub: the real huggingface_hub client against a local server.
+
+The server lays out files as the Hub serves them to huggingface_hub 2.4.0 (file_download.py
+get_hf_file_metadata and hf_hub_download): `HEAD` and `GET` of
+`/{repo}/resolve/{revision}/config.json`, answered with `ETag` and `X-Repo-Commit` (the client
+refuses an answer without them), `Content-Length`, and for a refusal the status and
+`X-Error-Code` its utils/_http.py hf_raise_for_status reads (GatedRepo, RepoNotFound).
+HF_ENDPOINT points at it and the Hugging Face cache lives in tmp_path; memtui reads the
+environment at call time, so no reload of huggingface_hub is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from memtui.estimator.catalog import CATALOG
+from memtui.estimator.configs import ModelConfigError
+from memtui.estimator.model_source import resolve_model
+from memtui.plans.hub import MAX_CONFIG_BYTES, fetch_config
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMIT = "c0ffee" * 6 + "abcd"  # a 40-hex commit id, as X-Repo-Commit carries
+QWEN3_4B = CATALOG["Qwen/Qwen3-4B"]  # its config.json subset, served under another repo id
+SERVED = "acme/qwen3-4b-copy"
+
+
+class Hub:
+    """A local server holding repos: `configs` (repo -> config.json bytes), `gated`, `stall`
+    (repos whose requests wait until the test ends), every request path in `asked`."""
+
+    def __init__(self) -> None:
+        self.configs: dict[str, bytes] = {}
+        self.gated: set[str] = set()
+        self.stall: set[str] = set()
+        self.claimed_size: dict[str, int] = {}
+        self.asked: list[str] = []
+        self.release = threading.Event()
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep the test output clean
+                pass
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
+
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def _answer(self, body: bool) -> None:
+                hub.asked.append(f"{self.command} {self.path}")
+                repo, sep, rest = self.path.lstrip("/").partition("/resolve/")
+                if repo in hub.stall:
+                    hub.release.wait(30)
+                    return
+                if not sep or not rest.endswith("/config.json"):
+                    return self._refuse(404, "EntryNotFound")
+                if repo in hub.gated:
+                    return self._refuse(403, "GatedRepo")
+                if repo not in hub.configs:
+                    return self._refuse(404, "RepoNotFound")
+                data = hub.configs[repo]
+                self.send_response(200)
+                self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("Content-Length", str(hub.claimed_size.get(repo, len(data))))
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+            def _refuse(self, status: int, code: str) -> None:
+                self.send_response(status)
+                self.send_header("X-Error-Code", code)
+                self.send_header("X-Error-Message", f"{code} for {self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
+    server = Hub()
+    server.thread.start()
+    server.configs[SERVED] = json.dumps(dict(QWEN3_4B.config)).encode()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_a_repo_id_resolves_from_its_config_json_alone_and_is_cached(
+    hub: Hub, tmp_path: Path
+) -> None:
+    found = resolve_model(SERVED, fetch_config)
+    assert found.origin == "hub" and found.spec.name == SERVED
+    assert found.spec.parameters == QWEN3_4B.published_parameters
+    assert found.config == dict(QWEN3_4B.config)
+    # config.json alone was asked for, never weights (huggingface_hub also asks, once a day,
+    # for /api/agent-harnesses to word its user agent: utils/_detect_agent.py)
+    files = [p for p in hub.asked if "/resolve/" in p]
+    assert files and all(p.endswith(f"/{SERVED}/resolve/main/config.json") for p in files)
+    # stored where huggingface_hub stores it: the next resolution needs no server
+    snapshot = tmp_path / "hf" / "hub" / "models--acme--qwen3-4b-copy" / "snapshots" / COMMIT
+    assert (snapshot / "config.json").is_file()
+    hub.close()
+    again = resolve_model(SERVED, fetch_config)
+    assert again.origin == "cache" and again.spec == found.spec
+
+
+def test_a_gated_repo_says_to_accept_the_licence_and_set_hf_token(hub: Hub) -> None:
+    hub.gated.add("meta-llama/Llama-4-Scout-17B-16E")
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model("meta-llama/Llama-4-Scout-17B-16E", fetch_config)
+    message = str(err.value)
+    assert "\n" not in message and "gated" in message and "403" in message
+    assert "HF_TOKEN" in message and "licence" in message
+
+
+def test_a_missing_repo_is_not_found_saying_the_hub_was_asked(hub: Hub) -> None:
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model("acme/absent", fetch_config)
+    message = str(err.value)
+    assert "\n" not in message and "model 'acme/absent' not found" in message
+    assert "the Hub has no repo 'acme/absent'" in message
+
+
+def test_a_server_that_does_not_answer_is_a_bounded_one_line_error(hub: Hub) -> None:
+    hub.stall.add("acme/slow")
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model("acme/slow", fetch_config)
+    message = str(err.value)
+    assert "\n" not in message and "did not answer within 1 s" in message
+    assert hub.url in message
+
+
+def test_an_unreachable_hub_is_part_of_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    url = f"http://127.0.0.1:{closed.server_address[1]}"
+    closed.server_close()  # nothing listens there now: the connection is refused
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model("acme/nowhere", fetch_config)
+    message = str(err.value)
+    assert "\n" not in message and "model 'acme/nowhere' not found" in message
+    assert f"the Hub at {url} cannot be reached" in message and "HF_HUB_OFFLINE=1" in message
+
+
+def test_offline_mode_does_not_ask_the_hub_and_says_so(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model(SERVED, fetch_config)
+    assert "HF_HUB_OFFLINE is set, so the Hub was not asked" in str(err.value)
+    assert hub.asked == []
+
+
+def test_a_config_json_larger_than_the_bound_is_refused_before_download(hub: Hub) -> None:
+    hub.claimed_size["acme/huge"] = MAX_CONFIG_BYTES + 1
+    hub.configs["acme/huge"] = b"{}"
+    with pytest.raises(ModelConfigError, match="memtui reads at most"):
+        resolve_model("acme/huge", fetch_config)
+    assert [p.split()[0] for p in hub.asked if "/resolve/" in p] == ["HEAD"]
+
+
+def test_the_cli_resolves_a_hub_id_with_the_users_environment(hub: Hub, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_HUB_OFFLINE")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run(
+        [sys.executable, "-m", "memtui", "estimate", "--model", SERVED, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["plan"]["model"]["parameters"] == QWEN3_4B.published_parameters
+    assert run.stderr == ""
