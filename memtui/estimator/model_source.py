@@ -7,11 +7,12 @@ a bare parameter count ("13B", "6.7e9"), and last, when the caller passes a `Con
 repo's config.json from the Hub, tried in that order.
 
 This module reads JSON only: no model code is executed, and nothing is downloaded here (the
-fetch is the caller's I/O: `memtui.plans.hub.fetch_config`). The Hugging Face cache is searched with huggingface_hub's `try_to_load_from_cache` (the
-documented `models--{org}--{name}/refs/main` -> `snapshots/{revision}/config.json` layout),
-imported inside `load_model` so that importing the estimator stays cheap; the cache folder is
-resolved from the environment at call time, because huggingface_hub reads HF_HOME and
-HF_HUB_CACHE once, when it is first imported.
+fetch is the caller's I/O: `memtui.plans.hub.fetch_config`). The Hugging Face cache is
+searched with huggingface_hub's `try_to_load_from_cache` (the documented
+`models--{org}--{name}/refs/main` -> `snapshots/{revision}/config.json` layout), imported
+inside `load_model` so that importing the estimator stays cheap; the cache folder is resolved
+from the environment at call time, because huggingface_hub reads HF_HOME and HF_HUB_CACHE
+once, when it is first imported.
 """
 
 from __future__ import annotations
