@@ -118,6 +118,13 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     from memtui.plans.formats import FORMATS, spoken
 
     parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="start from a saved plan (TOML, as the dashboard's save key w writes it); the "
+        "--from files and the flags go on top; relative config.json refs in it are read from "
+        "its folder",
+    )
+    parser.add_argument(
         "--from",
         dest="from_files",
         nargs="+",
@@ -303,9 +310,10 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
 def plan_and_import(
     args: argparse.Namespace, base: Plan | None = None
 ) -> tuple[Plan, Imported | None]:
-    """The plan of the layers, lowest first: `base` (a `--plan` file) or memtui's defaults,
-    the files of `--from` (if any), the flags; and what the files decided (their fields'
-    origins and assumptions)."""
+    """The plan of the layers, lowest first: `base`, else the `--plan` file (its plan laid
+    over memtui's defaults by `load_plan`), else memtui's defaults; the files of `--from` (if
+    any); the flags (`memtui.estimator.precedence.merge`); and what the files decided (their
+    fields' origins and assumptions)."""
     from pydantic import ValidationError
 
     from memtui.estimator.configs import ModelConfigError
@@ -315,6 +323,10 @@ def plan_and_import(
 
     if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
+    if base is None and args.plan:
+        from memtui.plans.memtui_toml import load_plan
+
+        base = load_plan(args.plan)
     try:
         flags = _flag_layer(args)
         model_given = "model" in flags.fields

@@ -50,7 +50,6 @@ def register(sub: Any) -> None:
         help="also write the snapshot for PyTorch's memory_viz: OUT.html (a page) or "
         "OUT.pickle (drop it on pytorch.org/memory_viz), allocations coloured by plan term",
     )
-    parser.add_argument("--plan", metavar="FILE", help="a saved memtui plan (TOML) to compare")
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -59,7 +58,7 @@ def _plan_given(args: argparse.Namespace) -> bool:
     probe = argparse.ArgumentParser(add_help=False)
     add_plan_arguments(probe)
     dests = {a.dest for a in probe._actions}
-    return bool(args.plan) or any(getattr(args, d, None) is not None for d in dests)
+    return any(getattr(args, d, None) is not None for d in dests)
 
 
 def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[None, None]:
@@ -67,10 +66,8 @@ def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[Non
     if not _plan_given(args):
         return None, None
     from memtui.estimator import estimate
-    from memtui.plans.memtui_toml import load_plan
 
-    base = load_plan(args.plan) if args.plan else None
-    plan = plan_from_args(args, base=base)
+    plan = plan_from_args(args)
     return plan, estimate(plan)
 
 
