@@ -23,9 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from memtui.estimator.catalog import CATALOG
+from memtui.estimator import Plan
+from memtui.estimator.catalog import CATALOG, CatalogEntry
 from memtui.estimator.configs import ModelConfigError
 from memtui.estimator.model_source import resolve_model
+from memtui.estimator.state import frozen_base_bytes
 from memtui.plans.hub import MAX_CONFIG_BYTES, fetch_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,3 +209,136 @@ def test_the_cli_resolves_a_hub_id_with_the_users_environment(hub: Hub, tmp_path
     document = json.loads(run.stdout)
     assert document["plan"]["model"]["parameters"] == QWEN3_4B.published_parameters
     assert run.stderr == ""
+
+
+# Pre-quantized checkpoints: their config.json is the base model's with the
+# `quantization_config` that transformers' own config classes write on save_pretrained
+# (utils/quantization_config.py, 5.24: `model.config.quantization_config` is their to_dict()).
+LLAMA2_7B = CATALOG["meta-llama/Llama-2-7b-hf"]
+LLAMA2_LINEARS = [(4096, 4096)] * 4 + [(4096, 11008)] * 2 + [(11008, 4096)]  # per layer
+LLAMA2_OTHERS = 2 * 32000 * 4096 + (2 * 32 + 1) * 4096  # embed, lm_head, RMSNorms
+
+
+def serve_quantized(hub: Hub, repo: str, base: CatalogEntry, quantization: dict) -> None:
+    config = {**dict(base.config), "quantization_config": quantization}
+    hub.configs[repo] = json.dumps(config).encode()
+
+
+def lora(repo: str, **changes: object) -> Plan:
+    spec = resolve_model(repo, fetch_config).spec
+    return Plan(model=spec, method="lora", **changes)
+
+
+def test_a_gptq_checkpoint_is_sized_by_its_packed_weights(hub: Hub) -> None:
+    from transformers import GPTQConfig
+
+    serve_quantized(
+        hub, "acme/llama-2-7b-gptq", LLAMA2_7B, GPTQConfig(bits=4, group_size=128).to_dict()
+    )
+    plan = lora("acme/llama-2-7b-gptq")
+    stored = plan.model.architecture.quantized
+    assert stored is not None and (stored.method.value, stored.bits, stored.group_size) == (
+        "gptq",
+        4,
+        128,
+    )
+
+    # AutoGPTQ's QuantLinear buffers (nn_modules/qlinear, the layout gptqmodel keeps): qweight
+    # (in // 32 * bits, out) int32, qzeros (ceil(in / group), out // 32 * bits) int32, scales
+    # (ceil(in / group), out) fp16, g_idx (in,) int32
+    def quant_linear(d_in: int, d_out: int) -> int:
+        groups = -(-d_in // 128)
+        return (
+            4 * (d_in // 32 * 4 * d_out)
+            + 4 * (groups * d_out // 32 * 4)
+            + 2 * groups * d_out
+            + 4 * d_in
+        )
+
+    linears = 32 * sum(quant_linear(i, o) for i, o in LLAMA2_LINEARS)
+    # PEFT leaves a GPTQ model's other parameters 16-bit (utils/other.py is_gptq_quantized)
+    assert frozen_base_bytes(plan, base_bytes=2) == linears + 2 * LLAMA2_OTHERS
+    # about 3.9 GB, against 13.5 GB for the 16-bit checkpoint
+    assert 3.8e9 < frozen_base_bytes(plan, base_bytes=2) < 4.0e9
+
+
+def test_an_fp8_checkpoint_is_sized_by_transformers_own_fp8_linear(hub: Hub) -> None:
+    import torch
+    from transformers import FineGrainedFP8Config
+    from transformers.integrations.finegrained_fp8 import FP8Linear
+
+    serve_quantized(hub, "acme/llama-2-7b-fp8", LLAMA2_7B, FineGrainedFP8Config().to_dict())
+    plan = lora("acme/llama-2-7b-fp8", qlora_upcast=False)
+    with torch.device("meta"):  # shapes and dtypes, no memory
+        modules = [FP8Linear(i, o, block_size=(128, 128)) for i, o in LLAMA2_LINEARS]
+    linears = 32 * sum(p.numel() * p.element_size() for m in modules for p in m.parameters())
+    assert frozen_base_bytes(plan, base_bytes=2) == linears + 2 * LLAMA2_OTHERS
+    # PEFT's k-bit preparation (on by default) upcasts the 16-bit rest to fp32
+    assert (
+        frozen_base_bytes(lora("acme/llama-2-7b-fp8"), base_bytes=2) == linears + 4 * LLAMA2_OTHERS
+    )
+
+
+def test_bitsandbytes_checkpoints_and_the_modules_they_leave_16_bit(hub: Hub) -> None:
+    from transformers import BitsAndBytesConfig
+
+    nf4 = BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True
+    )
+    serve_quantized(hub, "acme/llama-2-7b-bnb-4bit", LLAMA2_7B, nf4.to_dict())
+    # the checkpoint's 4-bit storage is QLoRA's, with its own double quantization
+    stored = lora("acme/llama-2-7b-bnb-4bit", qlora_double_quant=False)
+    qlora = Plan(model=resolve_model("meta-llama/Llama-2-7b-hf").spec, method="qlora")
+    assert frozen_base_bytes(stored) == frozen_base_bytes(qlora)
+
+    int8 = BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=["down_proj"])
+    serve_quantized(hub, "acme/llama-2-7b-int8", LLAMA2_7B, int8.to_dict())
+    plan = lora("acme/llama-2-7b-int8", qlora_upcast=False)
+    # bitsandbytes Int8Params: int8 weight and an fp32 scale per output row; down_proj 16-bit
+    converted = 32 * sum(i * o + 4 * o for i, o in LLAMA2_LINEARS[:-1])
+    kept = 32 * 11008 * 4096
+    assert frozen_base_bytes(plan, base_bytes=2) == converted + 2 * (kept + LLAMA2_OTHERS)
+
+
+def test_a_quantized_checkpoint_trains_adapters_only(hub: Hub, tmp_path: Path) -> None:
+    from transformers import AwqConfig
+
+    serve_quantized(
+        hub, "acme/llama-2-7b-awq", LLAMA2_7B, AwqConfig(bits=4, group_size=128).to_dict()
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+
+    def estimate_cli(*flags: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "memtui", "estimate", "--model", "acme/llama-2-7b-awq"]
+        return subprocess.run(
+            [*argv, *flags], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+
+    out = estimate_cli("--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["plan"]["method"] == "lora"  # its default method
+    refused = estimate_cli("--method", "full", "--json")
+    assert refused.returncode == 2 and refused.stdout == ""
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pre-quantized (awq)" in lines[0] and "lora" in lines[0]
+
+
+def test_quantization_memtui_cannot_size_is_refused_and_mxfp4_trains_dequantized(hub: Hub) -> None:
+    serve_quantized(hub, "acme/llama-2-7b-hqq", LLAMA2_7B, {"quant_method": "hqq", "nbits": 4})
+    with pytest.raises(ModelConfigError) as err:
+        resolve_model("acme/llama-2-7b-hqq", fetch_config)
+    message = str(err.value)
+    assert (
+        "\n" not in message and "quantization_config.quant_method" in message and "'hqq'" in message
+    )
+    # gpt-oss's mxfp4 experts are dequantized to bf16 for training (quantizer_mxfp4.py
+    # is_trainable False; Mxfp4Config(dequantize=True))
+    serve_quantized(
+        hub,
+        "acme/llama-2-7b-mxfp4",
+        LLAMA2_7B,
+        {"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]},
+    )
+    spec = resolve_model("acme/llama-2-7b-mxfp4", fetch_config).spec
+    assert spec.architecture.quantized is None and spec.parameters == LLAMA2_7B.published_parameters

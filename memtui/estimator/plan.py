@@ -443,6 +443,13 @@ class Plan(Frozen):
                         f"tp ({self.tp}) must divide the model's {what} ({heads}): each "
                         "tensor-parallel rank holds whole heads"
                     )
+        if arch.quantized is not None and self.method is Method.full:
+            # transformers 5.24 trainer_utils.py validate_quantization_for_training
+            raise PlanError(
+                f"the checkpoint is pre-quantized ({arch.quantized.method.value}): only "
+                "adapters train on it (a full fine-tune of a quantized model is refused by "
+                "transformers); choose method lora or qlora"
+            )
         if not offload_runs(self.offload, self.strategy):
             raise PlanError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"
