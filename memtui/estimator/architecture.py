@@ -309,6 +309,15 @@ class Architecture(BaseModel):
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
     """True when the shape was inferred from a bare parameter count, not read from a config."""
+    router_bias: bool = False
+    """The MoE router has a bias of E (gpt-oss, modeling_gpt_oss.py GptOssTopKRouter)."""
+    attention_sinks: bool = False
+    """One learned sink logit per query head per layer (gpt-oss, GptOssAttention.sinks)."""
+    parameter_experts: bool = False
+    """The experts and router are nn.Parameters, not nn.Linear modules (gpt-oss GptOssExperts,
+    GptOssTopKRouter), and PEFT maps no transformers-4 names onto them (peft 0.21
+    utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING: mixtral and qwen2_moe
+    only): target_modules, 'all-linear' included, never reach them."""
     quantized: StoredQuantization | None = None
     """The checkpoint's storage when it is pre-quantized (GPTQ, AWQ, bitsandbytes, fp8);
     None for 16-bit weights."""
@@ -490,7 +499,8 @@ class Architecture(BaseModel):
         if dense:
             layers += self._mlp(self.intermediate_size, dense, "mlp")
         if moe:
-            layers.append(self._linear(Role.router, h, self.num_experts, False, moe, "router"))
+            router = self._linear(Role.router, h, self.num_experts, self.router_bias, moe, "router")
+            layers.append(router)
             layers += self._mlp(self.expert_width, moe * self.num_experts, "expert", experts=True)
             if self.shared_expert_intermediate_size:
                 layers += self._mlp(self.shared_expert_intermediate_size, moe, "shared_expert")
@@ -528,6 +538,8 @@ class Architecture(BaseModel):
                 )
             )
         n = self.num_layers
+        if self.attention_sinks:
+            out.append(Tensor("sinks", (self.num_heads,), n, "attention", True))
         if self.qk_norm == "per_head":
             out.append(Tensor("qk_norm", (self.dim_head,), 2 * n, "norm", True))
         elif self.qk_norm == "full":
@@ -584,7 +596,8 @@ class Architecture(BaseModel):
         _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections;
         the embedding and lm_head only when named. Raises ValueError naming the modules that
         exist when a target matches none."""
-        layers = [lin for lin in self.linear_layers if lin.group != "head"]
+        modules = ("head", "expert", "router") if self.parameter_experts else ("head",)
+        layers = [lin for lin in self.linear_layers if lin.group not in modules]
         named = [*layers, *self.vocabulary_modules]
         chosen: list[LinearLayer] = []
         for target in targets:

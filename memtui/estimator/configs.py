@@ -342,6 +342,30 @@ def _gemma3(r: _Reader) -> dict[str, Any]:
     return arch
 
 
+# configuration_mistral.py MistralConfig's size defaults: a nested text_config may leave out
+# the keys at their class default.
+MISTRAL_DEFAULTS = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+}
+
+
+def _mistral3(r: _Reader) -> dict[str, Any]:
+    # configuration_mistral3.py Mistral3Config (Mistral Small 3.x): the text decoder is
+    # text_config (a MistralConfig), beside vision_config (Pixtral) and the projector. As for
+    # Gemma 3, only the text decoder is described: Mistral3ForConditionalGeneration's
+    # vision_tower and multi_modal_projector are not counted. Its lm_head is tied by the
+    # top-level tie_word_embeddings (PreTrainedConfig's default True: transformers 5.24 ties
+    # a Mistral3Config that does not say otherwise), not text_config's.
+    arch = _mistral(r.nested("text_config", "mistral", MISTRAL_DEFAULTS))
+    arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
+    return arch
+
+
 def _qwen3(r: _Reader) -> dict[str, Any]:
     # modeling_qwen3.py Qwen3Attention: bias=config.attention_bias on q/k/v/o (default False)
     # and q_norm / k_norm = Qwen3RMSNorm(head_dim) per layer; tie default False.
@@ -380,6 +404,34 @@ def _mixtral(r: _Reader) -> dict[str, Any]:
         num_experts=experts,
         experts_per_token=top_k,
         names=_names(router="gate", expert_gate="w1", expert_up="w3", expert_down="w2"),
+    )
+    return arch
+
+
+def _gpt_oss(r: _Reader) -> dict[str, Any]:
+    # modeling_gpt_oss.py (transformers 5.24): GptOssAttention q/k/v/o with
+    # bias=attention_bias (default True) and a `sinks` parameter of num_attention_heads;
+    # every layer's GptOssMLP is a GptOssTopKRouter (weight E x h, bias E) and GptOssExperts
+    # (gate_up_proj E x h x 2f with its bias E x 2f, down_proj E x f x h with its bias E x h,
+    # f = intermediate_size), all nn.Parameters. GptOssConfig: tie False, head_dim 64.
+    # layer_types alternate sliding (sliding_window 128) and full attention: a window changes
+    # no tensor a training step keeps (the attention core saves O(s) with flash attention,
+    # and eager's s x s scores are masked, not shortened).
+    bias = r.flag("attention_bias", default=True)
+    arch = _llama_like(r, tie=False, qkv_bias=bias, o_bias=bias)
+    experts = r.integer("num_local_experts", "num_experts")
+    top_k = r.integer("num_experts_per_tok", "experts_per_token")
+    if top_k > experts:
+        raise r.error("num_experts_per_tok", f"({top_k}) exceeds num_local_experts ({experts})")
+    arch.update(
+        num_experts=experts,
+        experts_per_token=top_k,
+        fused_gate_up=True,
+        mlp_bias=True,
+        router_bias=True,
+        attention_sinks=True,
+        parameter_experts=True,
+        names=_names(router="router", expert_gate_up="gate_up_proj", expert_down="down_proj"),
     )
     return arch
 
@@ -746,7 +798,9 @@ def _falcon(r: _Reader) -> dict[str, Any]:
 FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
+    "mistral3": _mistral3,
     "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
