@@ -342,3 +342,35 @@ def test_quantization_memtui_cannot_size_is_refused_and_mxfp4_trains_dequantized
     )
     spec = resolve_model("acme/llama-2-7b-mxfp4", fetch_config).spec
     assert spec.architecture.quantized is None and spec.parameters == LLAMA2_7B.published_parameters
+
+
+def test_a_mirror_resolves_to_its_originals_entry_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    found = resolve_model("NousResearch/Meta-Llama-3-8B", fetch_config)
+    assert found.origin == "catalog" and found.spec.name == "NousResearch/Meta-Llama-3-8B"
+    original = CATALOG["meta-llama/Meta-Llama-3-8B"]
+    assert found.spec.parameters == original.published_parameters
+    # the name after the slash still means the original, not one of its mirrors
+    assert resolve_model("Meta-Llama-3-8B").spec.name == "meta-llama/Meta-Llama-3-8B"
+
+
+def test_the_local_cache_comes_before_the_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog id whose real config.json is in the user's cache is read from it: here a
+    quantized checkpoint saved under the catalog's id, sized as stored, not as the catalog's
+    16-bit copy."""
+    from transformers import BitsAndBytesConfig
+
+    snapshot = tmp_path / "models--meta-llama--Llama-2-7b-hf" / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    (tmp_path / "models--meta-llama--Llama-2-7b-hf" / "refs").mkdir()
+    (tmp_path / "models--meta-llama--Llama-2-7b-hf" / "refs" / "main").write_text(COMMIT)
+    config = {
+        **dict(LLAMA2_7B.config),
+        "quantization_config": BitsAndBytesConfig(load_in_4bit=True).to_dict(),
+    }
+    (snapshot / "config.json").write_text(json.dumps(config))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    found = resolve_model("meta-llama/Llama-2-7b-hf")
+    assert found.origin == "cache" and found.spec.architecture.quantized is not None
