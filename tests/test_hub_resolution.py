@@ -374,3 +374,31 @@ def test_the_local_cache_comes_before_the_catalog(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     found = resolve_model("meta-llama/Llama-2-7b-hf")
     assert found.origin == "cache" and found.spec.architecture.quantized is not None
+
+
+def test_current_architectures_resolve_from_the_hub(hub: Hub) -> None:
+    """The models the catalog lacks, served as their repos: gpt-oss (its config as
+    transformers' GptOssConfig writes gpt-oss-20b's shape, with the repo's mxfp4
+    quantization_config), Mistral Small 3.1 (Mistral3Config's own defaults are that model's
+    text and vision shapes), a Qwen3 re-release; counts as transformers builds them."""
+    import torch
+    from transformers import GptOssConfig, GptOssForCausalLM, Mistral3Config
+
+    gpt_oss = GptOssConfig(num_hidden_layers=24, num_local_experts=32)
+    quantization = {"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]}
+    hub.configs["openai/gpt-oss-20b"] = json.dumps(
+        {**gpt_oss.to_dict(), "quantization_config": quantization}
+    ).encode()
+    mistral = "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    hub.configs[mistral] = json.dumps(Mistral3Config().to_dict()).encode()
+    hub.configs["Qwen/Qwen3-4B-Instruct-2507"] = json.dumps(dict(QWEN3_4B.config)).encode()
+    with torch.device("meta"):
+        real = sum(p.numel() for p in GptOssForCausalLM(gpt_oss).parameters())
+    assert resolve_model("openai/gpt-oss-20b", fetch_config).spec.parameters == real
+    assert resolve_model(mistral, fetch_config).spec.architecture.hidden_size == 5120
+    qwen = resolve_model("Qwen/Qwen3-4B-Instruct-2507", fetch_config)
+    assert (qwen.origin, qwen.spec.parameters) == ("hub", QWEN3_4B.published_parameters)
+    # a family memtui has no reader for is one line naming it, never a guess
+    hub.configs["Qwen/Qwen3.5-27B"] = json.dumps({"model_type": "qwen3_5"}).encode()
+    with pytest.raises(ModelConfigError, match="'qwen3_5', which memtui cannot read"):
+        resolve_model("Qwen/Qwen3.5-27B", fetch_config)

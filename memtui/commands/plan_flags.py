@@ -188,7 +188,8 @@ def _add_model(group: _ArgumentGroup) -> None:
     # resolved by memtui.estimator.model_source, or a bare count: two flags, one field
     group.add_argument(
         "--model",
-        help=f"catalog id, config.json, model folder or cached repo id (default {DEFAULT_MODEL})",
+        help="config.json, model folder, cached repo id, catalog id, or a Hub repo id whose "
+        f"config.json is fetched (default {DEFAULT_MODEL})",
     )
     group.add_argument("--params", type=_count, help="a bare parameter count instead: 13B, 13e9")
 
