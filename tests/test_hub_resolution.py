@@ -45,6 +45,9 @@ class Hub:
         self.gated: set[str] = set()
         self.stall: set[str] = set()
         self.claimed_size: dict[str, int] = {}
+        self.stall_download: set[str] = set()
+        self.missing_status = 404
+        self.token = ""  # a token that opens the gated repos
         self.asked: list[str] = []
         self.release = threading.Event()
         hub = self
@@ -67,10 +70,14 @@ class Hub:
                     return
                 if not sep or not rest.endswith("/config.json"):
                     return self._refuse(404, "EntryNotFound")
-                if repo in hub.gated:
+                opened = hub.token and self.headers.get("Authorization") == f"Bearer {hub.token}"
+                if repo in hub.gated and not opened:
                     return self._refuse(403, "GatedRepo")
                 if repo not in hub.configs:
-                    return self._refuse(404, "RepoNotFound")
+                    return self._refuse(hub.missing_status, "RepoNotFound")
+                if body and repo in hub.stall_download:
+                    hub.release.wait(30)
+                    return
                 data = hub.configs[repo]
                 self.send_response(200)
                 self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
@@ -146,12 +153,23 @@ def test_a_gated_repo_says_to_accept_the_licence_and_set_hf_token(hub: Hub) -> N
     assert "HF_TOKEN" in message and "licence" in message
 
 
+def test_hf_token_opens_a_gated_repo(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    hub.gated.add(SERVED)
+    hub.token = "hf_memtui_test_token"
+    monkeypatch.setenv("HF_TOKEN", hub.token)  # read by huggingface_hub for each request
+    assert resolve_model(SERVED, fetch_config).origin == "hub"
+
+
 def test_a_missing_repo_is_not_found_saying_the_hub_was_asked(hub: Hub) -> None:
     with pytest.raises(ModelConfigError) as err:
         resolve_model("acme/absent", fetch_config)
     message = str(err.value)
     assert "\n" not in message and "model 'acme/absent' not found" in message
     assert "the Hub has no repo 'acme/absent'" in message
+    # without a token the Hub answers 401 for a private repo and a missing one alike
+    hub.missing_status = 401
+    with pytest.raises(ModelConfigError, match="or it is private: set HF_TOKEN"):
+        resolve_model("acme/absent-or-private", fetch_config)
 
 
 def test_a_server_that_does_not_answer_is_a_bounded_one_line_error(hub: Hub) -> None:
@@ -161,6 +179,16 @@ def test_a_server_that_does_not_answer_is_a_bounded_one_line_error(hub: Hub) -> 
     message = str(err.value)
     assert "\n" not in message and "did not answer within 1 s" in message
     assert hub.url in message
+
+
+def test_a_download_that_stalls_after_its_head_is_cut_off(hub: Hub) -> None:
+    """huggingface_hub's GET waits HF_HUB_DOWNLOAD_TIMEOUT (10 s) per read and resumes up to 5
+    times: memtui's own deadline (three timeouts) ends the wait."""
+    hub.configs["acme/slow-body"] = hub.configs[SERVED]
+    hub.stall_download.add("acme/slow-body")
+    with pytest.raises(ModelConfigError, match="did not answer within 1 s"):
+        resolve_model("acme/slow-body", fetch_config)
+    assert [p.split()[0] for p in hub.asked if "/resolve/" in p][-1] == "GET"
 
 
 def test_an_unreachable_hub_is_part_of_not_found(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,8 +112,21 @@ def _download(repo_id: str, timeout: float) -> str:
             cache_dir=str(hub_cache_dir()),
             endpoint=endpoint,
             etag_timeout=timeout,
+            tqdm_class=_quiet_bar(),
         )
     )
+
+
+def _quiet_bar() -> type[Any]:
+    """huggingface_hub's tqdm, always disabled: a config.json is a few kB, `--json` owns
+    stdout and stderr, and the dashboard owns the terminal (a bar is drawn on a TTY)."""
+    from huggingface_hub.utils import tqdm
+
+    class Quiet(tqdm):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "disable": True})
+
+    return Quiet
 
 
 def _no_answer(repo_id: str, timeout: float) -> ModelConfigError:
