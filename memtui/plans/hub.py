@@ -2,8 +2,8 @@
 the catalog knows the repo id: `fetch_config` is the `memtui.estimator.model_source.ConfigFetch`
 that the commands, the plan readers and the model picker hand to `resolve_model`.
 
-Only config.json is asked for, never weights, through huggingface_hub's own client (2.4.0
-file_download.py): `get_hf_file_metadata` first (one HEAD of
+Only config.json is asked for, never weights, through huggingface_hub's own client
+(file_download.py, the same calls from 1.0 to 2.4.0): `get_hf_file_metadata` first (one HEAD of
 `{endpoint}/{repo}/resolve/main/config.json`, no retry: its size is checked before anything is
 downloaded), then `hf_hub_download`, which stores the file in the Hugging Face cache as every
 other client does (`models--org--name/snapshots/{commit}/config.json`, refs/main), where the
@@ -98,7 +98,7 @@ def _download(repo_id: str, timeout: float) -> str:
 
     endpoint = _endpoint()
     url = hf_hub_url(repo_id, "config.json", endpoint=endpoint)
-    meta = get_hf_file_metadata(url, timeout=timeout, endpoint=endpoint)
+    meta = get_hf_file_metadata(url, timeout=timeout)
     if meta.size is None or meta.size > MAX_CONFIG_BYTES:
         size = "no size" if meta.size is None else f"{meta.size:,} bytes"
         raise ModelConfigError(
@@ -112,21 +112,8 @@ def _download(repo_id: str, timeout: float) -> str:
             cache_dir=str(hub_cache_dir()),
             endpoint=endpoint,
             etag_timeout=timeout,
-            tqdm_class=_quiet_bar(),
         )
     )
-
-
-def _quiet_bar() -> type[Any]:
-    """huggingface_hub's tqdm, always disabled: a config.json is a few kB, `--json` owns
-    stdout and stderr, and the dashboard owns the terminal (a bar is drawn on a TTY)."""
-    from huggingface_hub.utils import tqdm
-
-    class Quiet(tqdm):  # type: ignore[misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **{**kwargs, "disable": True})
-
-    return Quiet
 
 
 def _no_answer(repo_id: str, timeout: float) -> ModelConfigError:
