@@ -314,7 +314,10 @@ def test_bitsandbytes_checkpoints_and_the_modules_they_leave_16_bit(hub: Hub) ->
         load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True
     )
     serve_quantized(hub, "acme/llama-2-7b-bnb-4bit", LLAMA2_7B, nf4.to_dict())
-    # the checkpoint's 4-bit storage is QLoRA's, with its own double quantization
+    # the checkpoint's 4-bit storage is QLoRA's, with its own double quantization; QLoRA is
+    # its default method
+    spec = resolve_model("acme/llama-2-7b-bnb-4bit", fetch_config).spec
+    assert spec.default_method.value == "qlora"
     stored = lora("acme/llama-2-7b-bnb-4bit", qlora_double_quant=False)
     qlora = Plan(model=resolve_model("meta-llama/Llama-2-7b-hf").spec, method="qlora")
     assert frozen_base_bytes(stored) == frozen_base_bytes(qlora)

@@ -335,9 +335,7 @@ def plan_and_import(
             start = base
         else:  # memtui's defaults, on the flags' model or the default one
             model = flags.fields["model"] if model_given else load_model(DEFAULT_MODEL)
-            # only adapters train on a pre-quantized checkpoint: LoRA is its default method
-            quantized = model.architecture.quantized is not None
-            start = Plan(model=model, method=Method.lora if quantized else Method.full)
+            start = Plan(model=model, method=model.default_method)
         layers = [flags]
         imported = None
         files = getattr(args, "from_files", None)

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from memtui.errors import PlanError
-from memtui.estimator.architecture import Architecture
+from memtui.estimator.architecture import Architecture, QuantMethod
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
@@ -89,6 +89,15 @@ class ModelSpec(Frozen):
     @classmethod
     def from_architecture(cls, name: str, architecture: Architecture) -> ModelSpec:
         return cls(name=name, parameters=architecture.parameter_count, architecture=architecture)
+
+    @property
+    def default_method(self) -> Method:
+        """Full, or the adapters a pre-quantized checkpoint trains: QLoRA on a bitsandbytes
+        4-bit one (QLoRA's own base), LoRA on the others."""
+        stored = self.architecture.quantized
+        if stored is None:
+            return Method.full
+        return Method.qlora if stored.method is QuantMethod.bnb_4bit else Method.lora
 
 
 class Hardware(Frozen):
