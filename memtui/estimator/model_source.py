@@ -112,6 +112,9 @@ def _cached_config(repo_id: str, cache: Path) -> Path | None:
     """config.json of `repo_id` at refs/main in the local hub cache, or None."""
     if repo_id.count("/") > 1 or not repo_id.strip("/"):
         return None
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    if not repo.is_dir():  # a stat, before huggingface_hub's import (a catalog id is asked here)
+        return None
     from huggingface_hub import try_to_load_from_cache  # lazy: keep estimator imports fast
 
     try:
@@ -121,8 +124,7 @@ def _cached_config(repo_id: str, cache: Path) -> Path | None:
     if isinstance(found, str):
         return Path(found)
     # No refs/main (downloaded by commit hash only): the newest snapshot that has a config.
-    folder = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    snapshots = sorted(folder.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    snapshots = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
     return snapshots[-1] if snapshots else None
 
 
