@@ -19,6 +19,11 @@ from pathlib import Path
 import pytest
 from fake_nvml.harness import FakeNvml, build_fake_nvml, reset_pynvml
 
+# No test reaches the real Hugging Face Hub: a model id found nowhere else is asked of a port
+# that refuses connections (memtui.plans.hub reads HF_ENDPOINT at call time); the Hub's tests
+# point it at their own server (tests/test_hub_resolution.py).
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
+
 
 @pytest.fixture(scope="session")
 def fake_nvml_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -672,3 +672,58 @@ def test_lora_target_names_per_family(config: dict[str, Any], expected: set[str]
         arch.lora_layers(("c_attn",))
     # the output layer only when named (PEFT adapts it only then)
     assert {lin.name for lin in arch.lora_layers(("lm_head",))} == {"lm_head"}
+
+
+# Families read against transformers 5.24 itself: the config its own class writes
+# (to_dict, what save_pretrained stores) and the real model built from it on the meta device
+# (shapes and dtypes, no memory), whose parameters memtui must count exactly.
+def _real_parameters(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_gpt_oss_20b_counts_as_transformers_builds_it() -> None:
+    import torch
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    config = GptOssConfig(num_hidden_layers=24, num_local_experts=32)  # gpt-oss-20b's shape
+    with torch.device("meta"):
+        model = GptOssForCausalLM(config)
+    arch = architecture_from_config(config.to_dict())
+    assert arch.parameter_count == _real_parameters(model) == 20_914_757_184
+    # the experts and router are parameters PEFT's target_modules never reach
+    assert {lin.name for lin in arch.lora_layers(("all-linear",))} == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+    }
+    with pytest.raises(ValueError, match="matches no module"):
+        arch.lora_layers(("gate_up_proj",))
+    # the real config.json spells top-k experts_per_token
+    renamed = {k: v for k, v in config.to_dict().items() if k != "num_experts_per_tok"}
+    assert architecture_from_config({**renamed, "experts_per_token": 4}) == arch
+
+
+def test_mistral3_reads_its_text_config_and_ties_as_transformers_does() -> None:
+    import torch
+    from transformers import Mistral3Config, Mistral3ForConditionalGeneration
+
+    config = Mistral3Config()  # Mistral Small 3.1's text and vision shapes
+    with torch.device("meta"):
+        model = Mistral3ForConditionalGeneration(config)
+    vision = _real_parameters(model.model.vision_tower) + _real_parameters(
+        model.model.multi_modal_projector
+    )
+    arch = architecture_from_config(config.to_dict())
+    assert arch.parameter_count == _real_parameters(model) - vision
+    assert (arch.hidden_size, arch.num_layers, arch.dim_head) == (5120, 40, 128)
+    # an untied checkpoint says so at the top level; text_config's own key does not decide
+    untied = {**config.to_dict(), "tie_word_embeddings": False}
+    assert architecture_from_config(untied).parameter_count == arch.parameter_count + 131072 * 5120
+    with pytest.raises(ModelConfigError, match=r"text_config\.model_type"):
+        architecture_from_config(
+            {
+                **config.to_dict(),
+                "text_config": {**config.to_dict()["text_config"], "model_type": "llama"},
+            }
+        )

@@ -65,6 +65,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 OWNED: dict[str, str] = {
     "pynvml": "memtui.telemetry",
     **{heavy: "memtui.measure" for heavy in HEAVY},
+    # the network half of huggingface_hub: only the Hub client asks the Hub (the estimator
+    # reads the local cache with try_to_load_from_cache)
+    **{
+        f"huggingface_hub.{name}": "memtui.plans.hub"
+        for name in ("hf_hub_download", "get_hf_file_metadata", "snapshot_download", "HfApi")
+    },
 }
 
 

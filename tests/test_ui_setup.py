@@ -198,10 +198,10 @@ async def test_a_model_loaded_after_escape_does_not_pop_the_dashboard(
     loading, release = threading.Event(), threading.Event()
     real = model_source.load_model
 
-    def slow(ref: str) -> object:
+    def slow(ref: str, fetch: model_source.ConfigFetch | None = None) -> object:
         loading.set()
         release.wait(10)
-        return real(ref)
+        return real(ref, fetch)
 
     monkeypatch.setattr(model_source, "load_model", slow)
     app = make_app(llama_plan())

@@ -41,11 +41,6 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     g = parser.add_argument_group("dashboard")
     g.add_argument(
-        "--plan",
-        metavar="FILE",
-        help="load a saved plan (TOML); relative config.json refs in it are read from its folder",
-    )
-    g.add_argument(
         "--save",
         metavar="PATH",
         help=f"where the save key (w) writes the plan (default: the --plan file, else "
@@ -88,23 +83,18 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     if args.snapshot and not Path(args.snapshot).is_file():
         raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
-    base = None
-    if args.plan:
-        from memtui.plans.memtui_toml import load_plan
-
-        base = load_plan(args.plan)
-    plan, imported = plan_and_import(args, base=base)
+    plan, imported = plan_and_import(args)
     fit: set[str] = set()
     if first is not None:
         # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan
         # file or the job's files (--from) said (a demo node is built from the plan)
         said = imported.sets if imported is not None else lambda field: False
-        if base is None and args.gpus is None and not said("hardware.gpus_per_node"):
+        if not args.plan and args.gpus is None and not said("hardware.gpus_per_node"):
             fit.add("gpus")
         cluster = first.source.info.cluster
-        if base is None and args.nodes is None and cluster and not said("hardware.nodes"):
+        if not args.plan and args.nodes is None and cluster and not said("hardware.nodes"):
             fit.add("nodes")  # a source of many hosts also says how many nodes
-        if base is None and args.gpu_memory is None:
+        if not args.plan and args.gpu_memory is None:
             fit.add("memory")
     else:
         first = FirstPoll(_open(_demo_options(args, plan)))

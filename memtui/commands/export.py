@@ -35,7 +35,6 @@ def register(sub: Any) -> None:
     parser.add_argument("--format", required=True, choices=[f.name for f in FORMATS.exporting])
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
-    parser.add_argument("--plan", metavar="FILE", help="start from a saved memtui plan (TOML)")
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -43,12 +42,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from memtui.plans.formats import FORMATS
 
-    base = None
-    if args.plan:
-        from memtui.plans.memtui_toml import load_plan
-
-        base = load_plan(args.plan)
-    plan = plan_from_args(args, base=base)
+    plan = plan_from_args(args)
     text = FORMATS[args.format].export(plan)
     if args.output is None:
         sys.stdout.write(text)

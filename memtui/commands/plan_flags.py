@@ -118,6 +118,13 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     from memtui.plans.formats import FORMATS, spoken
 
     parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="start from a saved plan (TOML, as the dashboard's save key w writes it); the "
+        "--from files and the flags go on top; relative config.json refs in it are read from "
+        "its folder",
+    )
+    parser.add_argument(
         "--from",
         dest="from_files",
         nargs="+",
@@ -181,7 +188,8 @@ def _add_model(group: _ArgumentGroup) -> None:
     # resolved by memtui.estimator.model_source, or a bare count: two flags, one field
     group.add_argument(
         "--model",
-        help=f"catalog id, config.json, model folder or cached repo id (default {DEFAULT_MODEL})",
+        help="config.json, model folder, cached repo id, catalog id, or a Hub repo id whose "
+        f"config.json is fetched (default {DEFAULT_MODEL})",
     )
     group.add_argument("--params", type=_count, help="a bare parameter count instead: 13B, 13e9")
 
@@ -264,6 +272,7 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     from memtui.estimator.model_source import load_model
     from memtui.estimator.plan import ModelSpec, Plan
     from memtui.estimator.precedence import PlanLayer
+    from memtui.plans.hub import fetch_config
 
     values: dict[str, Any] = {}
     for name, _, knob in knobs(Plan):
@@ -273,7 +282,7 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     if args.params is not None:
         values["model"] = ModelSpec.from_parameters(args.params)
     elif args.model is not None:
-        values["model"] = load_model(args.model)
+        values["model"] = load_model(args.model, fetch_config)
     if args.gpu_memory is not None:
         memory, name, link, capability = args.gpu_memory
         values.update({"hardware.gpu_memory": memory, "hardware.gpu_name": name})
@@ -321,9 +330,10 @@ def plan_from_args(args: argparse.Namespace, base: Plan | None = None) -> Plan:
 def plan_and_import(
     args: argparse.Namespace, base: Plan | None = None
 ) -> tuple[Plan, Imported | None]:
-    """The plan of the layers, lowest first: `base` (a `--plan` file) or memtui's defaults,
-    the files of `--from` (if any), the flags; and what the files decided (their fields'
-    origins and assumptions)."""
+    """The plan of the layers, lowest first: `base`, else the `--plan` file (its plan laid
+    over memtui's defaults by `load_plan`), else memtui's defaults; the files of `--from` (if
+    any); the flags (`memtui.estimator.precedence.merge`); and what the files decided (their
+    fields' origins and assumptions)."""
     from pydantic import ValidationError
 
     from memtui.estimator.configs import ModelConfigError
@@ -333,13 +343,18 @@ def plan_and_import(
 
     if args.model is not None and args.params is not None:
         raise UsageError("give --model or --params, not both")
+    if base is None and args.plan:
+        from memtui.plans.memtui_toml import load_plan
+
+        base = load_plan(args.plan)
     try:
         flags = _flag_layer(args)
         model_given = "model" in flags.fields
         if base is not None:
             start = base
         else:  # memtui's defaults, on the flags' model or the default one
-            start = Plan(model=flags.fields["model"] if model_given else load_model(DEFAULT_MODEL))
+            model = flags.fields["model"] if model_given else load_model(DEFAULT_MODEL)
+            start = Plan(model=model, method=model.default_method)
         layers = [flags]
         imported = None
         files = getattr(args, "from_files", None)

@@ -53,7 +53,6 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--force", action="store_true", help="let --export-viz overwrite an existing OUT"
     )
-    parser.add_argument("--plan", metavar="FILE", help="a saved memtui plan (TOML) to compare")
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -62,7 +61,7 @@ def _plan_given(args: argparse.Namespace) -> bool:
     probe = argparse.ArgumentParser(add_help=False)
     add_plan_arguments(probe)
     dests = {a.dest for a in probe._actions}
-    return bool(args.plan) or any(getattr(args, d, None) is not None for d in dests)
+    return any(getattr(args, d, None) is not None for d in dests)
 
 
 def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[None, None]:
@@ -70,10 +69,8 @@ def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[Non
     if not _plan_given(args):
         return None, None
     from memtui.estimator import estimate
-    from memtui.plans.memtui_toml import load_plan
 
-    base = load_plan(args.plan) if args.plan else None
-    plan = plan_from_args(args, base=base)
+    plan = plan_from_args(args)
     return plan, estimate(plan)
 
 

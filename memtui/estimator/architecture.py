@@ -125,6 +125,60 @@ class LinearLayer:
     group: TensorGroup
 
 
+class QuantMethod(Enum):
+    """How a pre-quantized checkpoint stores its linear weights (its config's
+    `quantization_config.quant_method`, and for bitsandbytes which of load_in_4bit/8bit)."""
+
+    bnb_4bit = "bnb-4bit"
+    bnb_8bit = "bnb-8bit"
+    gptq = "gptq"
+    awq = "awq"
+    fp8 = "fp8"
+
+
+class StoredQuantization(BaseModel):
+    """A pre-quantized checkpoint's storage, as its config.json's `quantization_config` says
+    (read by `memtui.estimator.configs`; sized by `memtui.estimator.state.stored_linear_bytes`).
+    Only the decoder's linear layers are converted: transformers' quantizers keep the lm_head,
+    tied and output embeddings 16-bit (quantizers/base.py get_keys_to_not_convert, 5.24), and
+    the modules `skip` names."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: QuantMethod
+    bits: int = Field(4, ge=2, le=8)
+    """Bits per stored weight (GPTQ and AWQ: 2, 3, 4 or 8; bitsandbytes: 4 or 8; fp8: 8)."""
+    group_size: int = Field(0, ge=0)
+    """Input features sharing one scale and zero (GPTQ, AWQ); 0 for one group per row
+    (GPTQ's group_size -1)."""
+    block: tuple[int, int] = (0, 0)
+    """fp8's weight_block_size (out, in) sharing one fp32 scale; (0, 0) for one per tensor."""
+    double_quant: bool = False
+    """bitsandbytes 4-bit: the absmax constants quantized again (bnb_4bit_use_double_quant)."""
+    skip: tuple[str, ...] = ()
+    """Module names the checkpoint leaves unconverted (modules_to_not_convert,
+    llm_int8_skip_modules)."""
+    only: tuple[str, ...] = ()
+    """When not empty, the only module names converted (GPTQ's
+    modules_in_block_to_quantize)."""
+
+    def unconverted(self, name: str, count: int) -> int:
+        """How many of the `count` linear modules called `name` stay 16-bit. A key matches
+        as transformers' should_convert_module (quantizers/quantizers_utils.py, 5.24) matches
+        a suffix: a key ending in the name covers every layer's module, a key with a layer
+        index ("model.layers.3.mlp.down_proj") that one module."""
+        if self.only and not any(_names_module(key, name) for key in self.only):
+            return count
+        hits = [key for key in self.skip if _names_module(key, name)]
+        if any(not any(part.isdigit() for part in key.split(".")) for key in hits):
+            return count
+        return min(count, len(hits))
+
+
+def _names_module(key: str, name: str) -> bool:
+    return key == name or key.endswith(f".{name}")
+
+
 class Architecture(BaseModel):
     """The numbers of a decoder-only transformer that decide its parameters and activations."""
 
@@ -255,6 +309,18 @@ class Architecture(BaseModel):
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
     """True when the shape was inferred from a bare parameter count, not read from a config."""
+    router_bias: bool = False
+    """The MoE router has a bias of E (gpt-oss, modeling_gpt_oss.py GptOssTopKRouter)."""
+    attention_sinks: bool = False
+    """One learned sink logit per query head per layer (gpt-oss, GptOssAttention.sinks)."""
+    parameter_experts: bool = False
+    """The experts and router are nn.Parameters, not nn.Linear modules (gpt-oss GptOssExperts,
+    GptOssTopKRouter), and PEFT maps no transformers-4 names onto them (peft 0.21
+    utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING: mixtral and qwen2_moe
+    only): target_modules, 'all-linear' included, never reach them."""
+    quantized: StoredQuantization | None = None
+    """The checkpoint's storage when it is pre-quantized (GPTQ, AWQ, bitsandbytes, fp8);
+    None for 16-bit weights."""
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:
@@ -433,7 +499,8 @@ class Architecture(BaseModel):
         if dense:
             layers += self._mlp(self.intermediate_size, dense, "mlp")
         if moe:
-            layers.append(self._linear(Role.router, h, self.num_experts, False, moe, "router"))
+            router = self._linear(Role.router, h, self.num_experts, self.router_bias, moe, "router")
+            layers.append(router)
             layers += self._mlp(self.expert_width, moe * self.num_experts, "expert", experts=True)
             if self.shared_expert_intermediate_size:
                 layers += self._mlp(self.shared_expert_intermediate_size, moe, "shared_expert")
@@ -471,6 +538,8 @@ class Architecture(BaseModel):
                 )
             )
         n = self.num_layers
+        if self.attention_sinks:
+            out.append(Tensor("sinks", (self.num_heads,), n, "attention", True))
         if self.qk_norm == "per_head":
             out.append(Tensor("qk_norm", (self.dim_head,), 2 * n, "norm", True))
         elif self.qk_norm == "full":
@@ -527,7 +596,8 @@ class Architecture(BaseModel):
         _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections;
         the embedding and lm_head only when named. Raises ValueError naming the modules that
         exist when a target matches none."""
-        layers = [lin for lin in self.linear_layers if lin.group != "head"]
+        modules = ("head", "expert", "router") if self.parameter_experts else ("head",)
+        layers = [lin for lin in self.linear_layers if lin.group not in modules]
         named = [*layers, *self.vocabulary_modules]
         chosen: list[LinearLayer] = []
         for target in targets:

@@ -787,6 +787,32 @@ _IDS: dict[str, tuple[str, CatalogEntry]] = {
 }
 """Every repo id and alias, lower-cased -> (its catalog spelling, its entry)."""
 
+# Re-uploads of a catalogued repo under another organisation, ungated, whose config.json is the
+# original's (NousResearch's copies of Meta's Llama checkpoints, which axolotl's examples
+# train; unsloth's 16-bit copies): resolved to the original's entry under their own name, and
+# not listed by `memtui models`. Quantized re-uploads are not here: their quantization_config
+# decides their size, so they resolve from their own config.json (the cache or the Hub).
+_MIRRORS: dict[str, str] = {
+    "NousResearch/Llama-2-7b-hf": "meta-llama/Llama-2-7b-hf",
+    "NousResearch/Llama-2-7b-chat-hf": "meta-llama/Llama-2-7b-chat-hf",
+    "NousResearch/Llama-2-13b-hf": "meta-llama/Llama-2-13b-hf",
+    "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",
+    "NousResearch/Meta-Llama-3-8B": "meta-llama/Meta-Llama-3-8B",
+    "NousResearch/Meta-Llama-3-8B-Instruct": "meta-llama/Meta-Llama-3-8B-Instruct",
+    "NousResearch/Meta-Llama-3-70B": "meta-llama/Meta-Llama-3-70B",
+    "NousResearch/Meta-Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
+    "NousResearch/Meta-Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "NousResearch/Llama-3.2-1B": "meta-llama/Llama-3.2-1B",
+    "unsloth/Llama-3.2-1B": "meta-llama/Llama-3.2-1B",
+    "unsloth/Llama-3.2-1B-Instruct": "meta-llama/Llama-3.2-1B-Instruct",
+    "unsloth/Llama-3.2-3B": "meta-llama/Llama-3.2-3B",
+    "unsloth/Llama-3.2-3B-Instruct": "meta-llama/Llama-3.2-3B-Instruct",
+    "unsloth/Meta-Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
+    "unsloth/Meta-Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+}
+_IDS.update({m.lower(): (m, _IDS[base.lower()][1]) for m, base in _MIRRORS.items()})
+_MIRROR_KEYS = frozenset(m.lower() for m in _MIRRORS)
+
 
 def lookup_id(repo_id: str) -> tuple[str, CatalogEntry] | None:
     """(The catalog's spelling of the id, its entry) for a repo id or an alias,
@@ -794,7 +820,12 @@ def lookup_id(repo_id: str) -> tuple[str, CatalogEntry] | None:
     key = repo_id.strip().lower()
     if key in _IDS:
         return _IDS[key]
-    short = [found for name, found in _IDS.items() if name.split("/", 1)[-1] == key]
+    # a mirror shares its original's name after the slash: only the original answers to it
+    short = [
+        found
+        for name, found in _IDS.items()
+        if name.split("/", 1)[-1] == key and name not in _MIRROR_KEYS
+    ]
     return short[0] if len(short) == 1 else None
 
 

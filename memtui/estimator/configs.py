@@ -18,7 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from memtui.errors import MemtuiError
-from memtui.estimator.architecture import LLAMA_NAMES, Architecture
+from memtui.estimator.architecture import (
+    LLAMA_NAMES,
+    Architecture,
+    QuantMethod,
+    StoredQuantization,
+)
 
 
 class ModelConfigError(MemtuiError):
@@ -155,6 +160,21 @@ class _Reader:
         if not isinstance(value, bool):
             raise self.error(key, f"must be true or false, got {_describe(value)}")
         return value
+
+    def names(self, key: str) -> tuple[str, ...]:
+        """A list of module names (nested lists flattened, as GPTQ's
+        modules_in_block_to_quantize groups them); empty when absent or null."""
+        value = self.config.get(key)
+        if value is None:
+            return ()
+        flat = (
+            [v for item in value for v in (item if isinstance(item, list) else [item])]
+            if (isinstance(value, list))
+            else None
+        )
+        if flat is None or any(not isinstance(v, str) for v in flat):
+            raise self.error(key, f"must be a list of module names, got {_describe(value)}")
+        return tuple(flat)
 
     def int_list(self, key: str) -> list[int]:
         value = self.config.get(key)
@@ -322,6 +342,30 @@ def _gemma3(r: _Reader) -> dict[str, Any]:
     return arch
 
 
+# configuration_mistral.py MistralConfig's size defaults: a nested text_config may leave out
+# the keys at their class default.
+MISTRAL_DEFAULTS = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+}
+
+
+def _mistral3(r: _Reader) -> dict[str, Any]:
+    # configuration_mistral3.py Mistral3Config (Mistral Small 3.x): the text decoder is
+    # text_config (a MistralConfig), beside vision_config (Pixtral) and the projector. As for
+    # Gemma 3, only the text decoder is described: Mistral3ForConditionalGeneration's
+    # vision_tower and multi_modal_projector are not counted. Its lm_head is tied by the
+    # top-level tie_word_embeddings (PreTrainedConfig's default True: transformers 5.24 ties
+    # a Mistral3Config that does not say otherwise), not text_config's.
+    arch = _mistral(r.nested("text_config", "mistral", MISTRAL_DEFAULTS))
+    arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
+    return arch
+
+
 def _qwen3(r: _Reader) -> dict[str, Any]:
     # modeling_qwen3.py Qwen3Attention: bias=config.attention_bias on q/k/v/o (default False)
     # and q_norm / k_norm = Qwen3RMSNorm(head_dim) per layer; tie default False.
@@ -360,6 +404,34 @@ def _mixtral(r: _Reader) -> dict[str, Any]:
         num_experts=experts,
         experts_per_token=top_k,
         names=_names(router="gate", expert_gate="w1", expert_up="w3", expert_down="w2"),
+    )
+    return arch
+
+
+def _gpt_oss(r: _Reader) -> dict[str, Any]:
+    # modeling_gpt_oss.py (transformers 5.24): GptOssAttention q/k/v/o with
+    # bias=attention_bias (default True) and a `sinks` parameter of num_attention_heads;
+    # every layer's GptOssMLP is a GptOssTopKRouter (weight E x h, bias E) and GptOssExperts
+    # (gate_up_proj E x h x 2f with its bias E x 2f, down_proj E x f x h with its bias E x h,
+    # f = intermediate_size), all nn.Parameters. GptOssConfig: tie False, head_dim 64.
+    # layer_types alternate sliding (sliding_window 128) and full attention: a window changes
+    # no tensor a training step keeps (the attention core saves O(s) with flash attention,
+    # and eager's s x s scores are masked, not shortened).
+    bias = r.flag("attention_bias", default=True)
+    arch = _llama_like(r, tie=False, qkv_bias=bias, o_bias=bias)
+    experts = r.integer("num_local_experts", "num_experts")
+    top_k = r.integer("num_experts_per_tok", "experts_per_token")
+    if top_k > experts:
+        raise r.error("num_experts_per_tok", f"({top_k}) exceeds num_local_experts ({experts})")
+    arch.update(
+        num_experts=experts,
+        experts_per_token=top_k,
+        fused_gate_up=True,
+        mlp_bias=True,
+        router_bias=True,
+        attention_sinks=True,
+        parameter_experts=True,
+        names=_names(router="router", expert_gate_up="gate_up_proj", expert_down="down_proj"),
     )
     return arch
 
@@ -726,7 +798,9 @@ def _falcon(r: _Reader) -> dict[str, Any]:
 FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
+    "mistral3": _mistral3,
     "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
@@ -746,6 +820,66 @@ FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "falcon": _falcon,
 }
 """Supported `model_type` values and their readers."""
+
+
+# Methods whose training keeps 16-bit weights: transformers 5.24 quantizer_mxfp4.py
+# is_trainable is False, and fine-tuning loads gpt-oss with Mxfp4Config(dequantize=True),
+# which dequantizes the experts to bf16 on load (integrations/mxfp4.py).
+_DEQUANTIZED_FOR_TRAINING = ("mxfp4",)
+
+
+def _stored_quantization(r: _Reader) -> StoredQuantization | None:
+    """The storage of a pre-quantized checkpoint from its `quantization_config`, with the
+    defaults of transformers 5.24 utils/quantization_config.py (BitsAndBytesConfig,
+    GPTQConfig, AwqConfig, FineGrainedFP8Config); None for 16-bit weights. A method memtui
+    cannot size is a one-line error, never read as 16-bit."""
+    if r.config.get("quantization_config") is None:
+        return None
+    q = r.nested("quantization_config", r.model_type, {})
+    method = q.text("quant_method", default="")
+    if method in _DEQUANTIZED_FOR_TRAINING:
+        return None
+    skip = q.names("modules_to_not_convert")
+    if method == "bitsandbytes":
+        four, eight = q.flag("load_in_4bit", default=False), q.flag("load_in_8bit", default=False)
+        if four == eight:
+            raise q.error("load_in_4bit", "and load_in_8bit: exactly one must be true")
+        return StoredQuantization(
+            method=QuantMethod.bnb_4bit if four else QuantMethod.bnb_8bit,
+            bits=4 if four else 8,
+            double_quant=four and q.flag("bnb_4bit_use_double_quant", default=False),
+            skip=skip + q.names("llm_int8_skip_modules"),
+        )
+    if method in ("gptq", "awq"):
+        bits = q.integer("bits", "w_bit", default=4)
+        if bits not in (2, 3, 4, 8):
+            raise q.error("bits", f"must be 2, 3, 4 or 8, got {bits}")
+        group = q.integer("group_size", "q_group_size", default=128, minimum=-1)
+        if group == 0:
+            raise q.error("group_size", "must be -1 (one group per row) or at least 1, got 0")
+        return StoredQuantization(
+            method=QuantMethod(method),
+            bits=bits,
+            group_size=max(group, 0),
+            skip=skip,
+            only=q.names("modules_in_block_to_quantize"),
+        )
+    if method == "fp8":
+        block = q.config.get("weight_block_size", [128, 128])
+        if block is not None and not (
+            isinstance(block, list)
+            and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+        ):
+            raise q.error("weight_block_size", f"must be two positive integers, got {block!r}")
+        return StoredQuantization(
+            method=QuantMethod.fp8, bits=8, block=tuple(block or (0, 0)), skip=skip
+        )
+    raise q.error(
+        "quant_method",
+        f"is {method!r}: a pre-quantized checkpoint memtui cannot size (it sizes "
+        "bitsandbytes, gptq, awq, fp8, and mxfp4 dequantized for training)",
+    )
 
 
 def architecture_from_config(config: dict[str, Any], source: str = "config.json") -> Architecture:
@@ -771,6 +905,7 @@ def architecture_from_config(config: dict[str, Any], source: str = "config.json"
         )
     r = _Reader(config, source, model_type)
     fields = reader(r)
+    fields["quantized"] = _stored_quantization(r)
     try:
         return Architecture(model_type=model_type, **fields)
     except ValidationError as err:  # numbers valid one by one but not together

@@ -1,15 +1,18 @@
 """Where a model comes from: one resolver for every way a user names one.
 
 `resolve_model(ref)` serves `--model`, the model picker, plan files, config importers and
-`memtui measure`: an existing config.json or model folder, a catalog id, a bare parameter count
-("13B", "6.7e9"), or a repo id in the local Hugging Face cache, tried in that order.
+`memtui measure`: an existing config.json or model folder, a repo id in the local Hugging Face
+cache (the user's real config wins over memtui's copy of it), a catalog id (mirrors included),
+a bare parameter count ("13B", "6.7e9"), and last, when the caller passes a `ConfigFetch`, the
+repo's config.json from the Hub, tried in that order.
 
-Everything is offline and reads JSON only: no model code is executed, nothing is downloaded.
-The Hugging Face cache is searched with huggingface_hub's `try_to_load_from_cache` (the
-documented `models--{org}--{name}/refs/main` -> `snapshots/{revision}/config.json` layout),
-imported inside `load_model` so that importing the estimator stays cheap; the cache folder is
-resolved from the environment at call time, because huggingface_hub reads HF_HOME and
-HF_HUB_CACHE once, when it is first imported.
+This module reads JSON only: no model code is executed, and nothing is downloaded here (the
+fetch is the caller's I/O: `memtui.plans.hub.fetch_config`). The Hugging Face cache is
+searched with huggingface_hub's `try_to_load_from_cache` (the documented
+`models--{org}--{name}/refs/main` -> `snapshots/{revision}/config.json` layout), imported
+inside `load_model` so that importing the estimator stays cheap; the cache folder is resolved
+from the environment at call time, because huggingface_hub reads HF_HOME and HF_HUB_CACHE
+once, when it is first imported.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from memtui.bounded import MODEL_CONFIG, read_text
 from memtui.errors import one_line
@@ -28,7 +31,24 @@ from memtui.estimator.configs import ModelConfigError, architecture_from_config
 from memtui.estimator.plan import ModelSpec
 from memtui.estimator.units import parse_count
 
-Origin = Literal["file", "folder", "catalog", "count", "cache"]
+Origin = Literal["file", "folder", "catalog", "count", "cache", "hub"]
+
+
+class HubMiss(Exception):
+    """The Hub has no config.json for a repo id, or was not asked: `reason` is the clause the
+    not-found message ends with ("the Hub has no repo 'x'", "HF_HUB_OFFLINE=1 ...")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ConfigFetch(Protocol):
+    """Brings a repo's config.json into the local Hugging Face cache and returns its path;
+    raises HubMiss when the Hub has none or is not to be asked, ModelConfigError (one line)
+    when it refuses or fails."""
+
+    def __call__(self, repo_id: str) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,9 @@ def _cached_config(repo_id: str, cache: Path) -> Path | None:
     """config.json of `repo_id` at refs/main in the local hub cache, or None."""
     if repo_id.count("/") > 1 or not repo_id.strip("/"):
         return None
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    if not repo.is_dir():  # a stat, before huggingface_hub's import (a catalog id is asked here)
+        return None
     from huggingface_hub import try_to_load_from_cache  # lazy: keep estimator imports fast
 
     try:
@@ -97,20 +120,19 @@ def _cached_config(repo_id: str, cache: Path) -> Path | None:
     if isinstance(found, str):
         return Path(found)
     # No refs/main (downloaded by commit hash only): the newest snapshot that has a config.
-    folder = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    snapshots = sorted(folder.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    snapshots = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
     return snapshots[-1] if snapshots else None
 
 
-def load_model(ref: str) -> ModelSpec:
+def load_model(ref: str, fetch: ConfigFetch | None = None) -> ModelSpec:
     """The model named by `ref` (see `resolve_model`)."""
-    return resolve_model(ref).spec
+    return resolve_model(ref, fetch).spec
 
 
-def resolve_model(ref: str) -> ResolvedModel:
-    """The model named by `ref`: an existing config.json path or model folder, a catalog id
-    (see `memtui models`), a bare parameter count, or a repo id present in the local Hugging
-    Face cache (offline).
+def resolve_model(ref: str, fetch: ConfigFetch | None = None) -> ResolvedModel:
+    """The model named by `ref`: an existing config.json path or model folder, a repo id
+    present in the local Hugging Face cache, a catalog id (see `memtui models`), a bare
+    parameter count, or, with `fetch`, a repo id whose config.json the Hub has.
 
     Raises ModelConfigError with one line saying what was tried when nothing matches, or
     naming the file and field when a config.json cannot be read.
@@ -119,7 +141,7 @@ def resolve_model(ref: str) -> ResolvedModel:
     if not text:
         raise ModelConfigError("--model is empty: give a catalog id, a config.json or a folder")
     try:
-        return _resolve(text)
+        return _resolve(text, fetch)
     except OSError as err:  # e.g. ENAMETOOLONG from a 300-character "path"
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise ModelConfigError(f"{shown}: cannot read it ({err.strerror or err})") from None
@@ -133,7 +155,7 @@ def bare_count(text: str) -> int | None:
         return None
 
 
-def _resolve(text: str) -> ResolvedModel:
+def _resolve(text: str, fetch: ConfigFetch | None) -> ResolvedModel:
     path = Path(text).expanduser()
     if path.is_dir():
         config = path / "config.json"
@@ -142,6 +164,10 @@ def _resolve(text: str) -> ResolvedModel:
         return _from_file(text, config, "folder")
     if path.is_file():
         return _from_file(text, path, "file")
+    cache = hub_cache_dir()
+    cached = _cached_config(text, cache)
+    if cached is not None:
+        return _from_file(text, cached, "cache")
     found = lookup_id(text)
     if found is not None:
         # an alias (an -Instruct twin) keeps its own name, with its base's architecture
@@ -152,10 +178,12 @@ def _resolve(text: str) -> ResolvedModel:
     count = bare_count(text)
     if count is not None:
         return ResolvedModel(ModelSpec.from_parameters(count), None, "count")
-    cache = hub_cache_dir()
-    cached = _cached_config(text, cache)
-    if cached is not None:
-        return _from_file(text, cached, "cache")
+    hub = ""
+    if fetch is not None:
+        try:
+            return _from_file(text, fetch(text), "hub")
+        except HubMiss as miss:
+            hub = f", {miss.reason}"
     base = base_of_variant(text)
     hint = (
         f"; the catalog has {base}, but not this variant of it: give its config.json"
@@ -165,5 +193,5 @@ def _resolve(text: str) -> ResolvedModel:
     raise ModelConfigError(
         f"model {text!r} not found: no such file or folder, not a catalog id "
         f"(see `memtui models`), not a parameter count, not in the Hugging Face cache at "
-        f"{cache}{hint}"
+        f"{cache}{hub}{hint}"
     )

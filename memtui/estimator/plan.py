@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from memtui.errors import PlanError
-from memtui.estimator.architecture import Architecture
+from memtui.estimator.architecture import Architecture, QuantMethod
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
@@ -89,6 +89,15 @@ class ModelSpec(Frozen):
     @classmethod
     def from_architecture(cls, name: str, architecture: Architecture) -> ModelSpec:
         return cls(name=name, parameters=architecture.parameter_count, architecture=architecture)
+
+    @property
+    def default_method(self) -> Method:
+        """Full, or the adapters a pre-quantized checkpoint trains: QLoRA on a bitsandbytes
+        4-bit one (QLoRA's own base), LoRA on the others."""
+        stored = self.architecture.quantized
+        if stored is None:
+            return Method.full
+        return Method.qlora if stored.method is QuantMethod.bnb_4bit else Method.lora
 
 
 class Hardware(Frozen):
@@ -443,6 +452,13 @@ class Plan(Frozen):
                         f"tp ({self.tp}) must divide the model's {what} ({heads}): each "
                         "tensor-parallel rank holds whole heads"
                     )
+        if arch.quantized is not None and self.method is Method.full:
+            # transformers 5.24 trainer_utils.py validate_quantization_for_training
+            raise PlanError(
+                f"the checkpoint is pre-quantized ({arch.quantized.method.value}): only "
+                "adapters train on it (a full fine-tune of a quantized model is refused by "
+                "transformers); choose method lora or qlora"
+            )
         if not offload_runs(self.offload, self.strategy):
             raise PlanError(
                 "parameter offload needs a strategy that shards parameters (zero3, fsdp, hsdp)"

@@ -8,9 +8,11 @@ sharding strategies.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memtui.estimator.architecture import LinearLayer, QuantMethod, StoredQuantization
 from memtui.estimator.choices import Method, Offload, Strategy
 from memtui.estimator.memo import BoundedCache
 from memtui.estimator.optimizers import optimizer_spec
@@ -156,28 +158,68 @@ def nf4_bits_per_param(double_quant: bool) -> float:
     return NF4_CODE_BITS + (NF4_DOUBLE_QUANT_ABSMAX_BITS if double_quant else NF4_ABSMAX_BITS)
 
 
+def stored_linear_bytes(stored: StoredQuantization, lin: LinearLayer) -> float:
+    """Bytes of one linear layer's weight as a pre-quantized checkpoint keeps it on the GPU
+    (its bias, 16-bit, is counted with the unconverted parameters)."""
+    d_in, d_out = lin.d_in, lin.d_out
+    method = stored.method
+    if method is QuantMethod.bnb_4bit:
+        # bitsandbytes Params4bit: 4-bit codes, absmax per 64 (QLoRA's figures, above)
+        return d_in * d_out * nf4_bits_per_param(stored.double_quant) / 8
+    if method is QuantMethod.bnb_8bit:
+        # bitsandbytes nn/modules.py Int8Params: int8 CB (out, in) and fp32 SCB (out,)
+        return d_in * d_out + 4 * d_out
+    if method is QuantMethod.fp8:
+        # transformers 5.24 integrations/finegrained_fp8.py FP8Linear: float8_e4m3fn weight
+        # (out, in), fp32 weight_scale_inv of ceil(out/b0) x ceil(in/b1), one scalar per tensor
+        # without blocks
+        b_out, b_in = stored.block
+        scales = math.ceil(d_out / b_out) * math.ceil(d_in / b_in) if b_out else 1
+        return d_in * d_out + 4 * scales
+    # GPTQ (AutoGPTQ nn_modules/qlinear QuantLinear, the layout gptqmodel keeps) and AWQ
+    # (AutoAWQ modules/linear/gemm.py WQLinear_GEMM): int32-packed qweight of bits per weight,
+    # per group of inputs an int32-packed zero and an fp16 scale per output; GPTQ adds an int32
+    # g_idx per input.
+    groups = math.ceil(d_in / (stored.group_size or d_in))
+    packed = (d_in * d_out + groups * d_out) * stored.bits / 8
+    g_idx = 4 * d_in if method is QuantMethod.gptq else 0
+    return packed + 2 * groups * d_out + g_idx
+
+
 def frozen_base_bytes(
     plan: Plan, base_bytes: int | None = None, upcast_bytes: int | None = None
 ) -> int:
     """Bytes of the frozen base model under LoRA (`base_bytes` per parameter, default the
-    plan's weight width) or QLoRA (NF4 linears, the rest in `upcast_bytes`: 4 by default when
-    PEFT's k-bit preparation upcasts it, else the weight width)."""
+    plan's weight width), QLoRA (NF4 linears, the rest in `upcast_bytes`: 4 by default when
+    PEFT's k-bit preparation upcasts it, else the weight width), or either on a pre-quantized
+    checkpoint (its linears as it stores them, whatever the method: transformers loads the
+    checkpoint's own quantization_config over one passed to from_pretrained, quantizers/auto.py
+    merge_quantization_configs, 5.24)."""
     arch = plan.model.architecture
     p = plan.model.parameters
     wbytes = plan.precision.weight_bytes if base_bytes is None else base_bytes
-    if plan.method is Method.lora:
+    stored = arch.quantized
+    if plan.method is Method.lora and stored is None:
         return wbytes * p
-    bits = nf4_bits_per_param(plan.qlora_double_quant)
     # bitsandbytes quantizes the weights of the linear layers inside the blocks; embeddings,
     # lm_head, norms and biases stay unquantized (transformers' get_keys_to_not_convert).
-    quantized = sum(
-        lin.d_in * lin.d_out * lin.count for lin in arch.linear_layers if lin.group != "head"
-    )
-    quantized = round(quantized * p / arch.parameter_count)
-    # PEFT's prepare_model_for_kbit_training casts the non-quantized parameters to fp32.
+    linears = [lin for lin in arch.linear_layers if lin.group != "head"]
+    if stored is None:
+        quantized = sum(lin.d_in * lin.d_out * lin.count for lin in linears)
+        quantized = round(quantized * p / arch.parameter_count)
+        converted = quantized * nf4_bits_per_param(plan.qlora_double_quant) / 8
+    else:
+        kept = [lin.count - stored.unconverted(lin.name, lin.count) for lin in linears]
+        quantized = sum(lin.d_in * lin.d_out * n for lin, n in zip(linears, kept, strict=True))
+        converted = sum(
+            stored_linear_bytes(stored, lin) * n for lin, n in zip(linears, kept, strict=True)
+        )
+    # PEFT's prepare_model_for_kbit_training casts the non-quantized parameters to fp32,
+    # except on GPTQ checkpoints (peft 0.21 utils/other.py: is_gptq_quantized).
     if upcast_bytes is None:
-        upcast_bytes = 4 if plan.qlora_upcast else wbytes
-    return round(quantized * bits / 8) + (p - quantized) * upcast_bytes
+        gptq = stored is not None and stored.method is QuantMethod.gptq
+        upcast_bytes = 4 if plan.qlora_upcast and not gptq else wbytes
+    return round(converted) + (p - quantized) * upcast_bytes
 
 
 def gradient_bytes(plan: Plan, tensors: Sequence[TrainableTensor], width: float) -> float:

@@ -77,13 +77,14 @@ def model_of(facts: Facts, cwd: Path) -> ModelSpec | None:
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.model_source import load_model
     from memtui.plans.facts import ConfigError
+    from memtui.plans.hub import fetch_config
 
     ref = str(fact.value)
     local = cwd / ref
     try:
         if not Path(ref).is_absolute() and local.exists():
             ref = str(local)
-        model = load_model(ref)
+        model = load_model(ref, fetch_config)
     except (ModelConfigError, OSError, ValueError) as err:
         raise ConfigError(f"{fact.origin}: {one_line(err)}") from None
     if facts.get("unfused"):  # the same weights as separate linears: LoRA names them apart

@@ -85,6 +85,7 @@ def load_plan(path: str | Path) -> Plan:
     from memtui.bounded import PLAN, read_text
     from memtui.estimator.configs import ModelConfigError
     from memtui.estimator.model_source import load_model
+    from memtui.plans.hub import fetch_config
     from memtui.text import shown
 
     source = Path(path).expanduser()
@@ -103,7 +104,7 @@ def load_plan(path: str | Path) -> Plan:
         if unknown:
             raise UsageError(f"[model] has no key {unknown[0]!r} (keys: ref, parameters, name)")
         if "ref" in model:
-            spec = load_model(_beside(str(model["ref"]), source.parent))
+            spec = load_model(_beside(str(model["ref"]), source.parent), fetch_config)
         elif "parameters" in model:
             count = model["parameters"]
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:

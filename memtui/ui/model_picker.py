@@ -113,10 +113,11 @@ class ModelPicker(ModalScreen["ModelSpec | None"]):
     def _load(self, ref: str) -> None:
         from memtui.errors import one_line
         from memtui.estimator.model_source import load_model
+        from memtui.plans.hub import fetch_config
 
         spec: ModelSpec | str
         try:
-            spec = load_model(ref)  # a catalog id, a path, a bare count or a cached repo
+            spec = load_model(ref, fetch_config)  # see resolve_model: the Hub last
         except ModelConfigError as err:
             spec = str(err)
         except Exception as err:  # any failure is the picker's error line
