@@ -1,15 +1,22 @@
-"""`memtui export --format FORMAT`: the plan as a config its stack accepts.
+"""`memtui export`: the plan as a config its stack accepts, or the user's own config edited.
 
+    memtui export --from ds.json --strategy zero3 -o ds-zero3.json   (ds.json, edited)
+    memtui export --from train.yaml --micro-batch 2 --in-place       (train.yaml, edited)
     memtui export --format deepspeed --stack deepspeed --strategy zero3 -o ds.json
     memtui export --format accelerate --from ds.json train.sh -o accelerate.yaml
     memtui export --format torchtune --plan plan.toml --micro-batch 2   (to stdout)
 
 The plan is built as `memtui estimate` builds it (every plan flag, --from FILE..., and a saved
---plan). The levers the plan has on (checkpointing, offload, an 8-bit optimizer, micro-batch
-and accumulation) are written in the format's own keys; `memtui estimate --from FILE` reads
-the file back to the same plan. A file is written atomically and an existing one only with
---force (else one line, exit 2). The formats are `memtui.plans.formats.FORMATS`, whose codecs
-are imported only to write: the CLI's start must not pay for YAML.
+--plan). When a --from file is a config of the format written (the format defaults to the
+first --from config's), the export is that file with only what the plan changed
+(`memtui.plans.roundtrip.edit`: the same keys, order and comments; an unchanged plan gives
+the file byte for byte), and the change is printed as a unified diff on stderr. Otherwise (or
+with --fresh) it is a new config: the levers the plan has on (checkpointing, offload, an 8-bit
+optimizer, micro-batch and accumulation) in the format's own keys. Either way `memtui estimate
+--from FILE` reads the file back to the same plan. A file is written atomically, an existing
+one only with --force, the input file only with --in-place (else one line, exit 2). The
+formats are `memtui.plans.formats.FORMATS`, whose codecs are imported only to write: the
+CLI's start must not pay for YAML.
 """
 
 from __future__ import annotations
@@ -17,10 +24,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
 from memtui.errors import UsageError
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+    from memtui.plans.roundtrip import Origin
 
 
 def register(sub: Any) -> None:
@@ -30,18 +41,29 @@ def register(sub: Any) -> None:
         "export",
         help=f"write the plan as a {spoken(f.title for f in FORMATS.exporting)} config",
         description="Write the plan as a config its stack accepts (reads back to the same plan "
-        "with `memtui estimate --from FILE`).",
+        "with `memtui estimate --from FILE`). A --from config of the format written is "
+        "edited: only the keys the plan changed, the change shown as a diff on stderr.",
     )
-    parser.add_argument("--format", required=True, choices=[f.name for f in FORMATS.exporting])
+    parser.add_argument(
+        "--format",
+        choices=[f.name for f in FORMATS.exporting],
+        help="the config to write (default: the format of the first --from config)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    parser.add_argument(
+        "--in-place", action="store_true", help="write the edit over the --from config itself"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="write a new config, not an edit of a --from one"
+    )
     parser.add_argument("--plan", metavar="FILE", help="start from a saved memtui plan (TOML)")
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from memtui.plans.formats import FORMATS
+    from memtui.plans.formats import FORMATS, spoken
 
     base = None
     if args.plan:
@@ -49,13 +71,74 @@ def run(args: argparse.Namespace) -> int:
 
         base = load_plan(args.plan)
     plan = plan_from_args(args, base=base)
-    text = FORMATS[args.format].export(plan)
-    if args.output is None:
+    origin = None if args.fresh else origin_of(args, base)
+    if origin is None and args.format is None:
+        raise UsageError(
+            "give --format "
+            f"({spoken(f.name for f in FORMATS.exporting)}): no --from file is a config "
+            "memtui writes"
+        )
+    if args.in_place and (origin is None or args.output is not None):
+        raise UsageError("--in-place edits the --from config: give one, and no -o")
+    if origin is None:
+        fmt, text = args.format, FORMATS[args.format].export(plan)
+    else:
+        fmt, text = origin.file.fmt.name, edited(origin, plan, args.output)
+    if args.in_place:
+        assert origin is not None
+        written = write_edit(origin.file.path, text)
+    elif args.output is None:
         sys.stdout.write(text)
         return 0
-    written = write_new(Path(args.output), text, args.force)
-    print(f"wrote {written} ({args.format} config for the {plan.stack.value} stack)")
+    else:
+        target = Path(args.output)
+        if origin is not None and target.expanduser().resolve() == origin.file.path:
+            raise UsageError(f"{args.output}: is the --from config; give --in-place to edit it")
+        written = write_new(target, text, args.force)
+    print(f"wrote {written} ({fmt} config for the {plan.stack.value} stack)")
     return 0
+
+
+def origin_of(args: argparse.Namespace, base: Plan | None) -> Origin | None:
+    """The --from config the export edits (of --format, else the first config), with the
+    plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
+    from memtui.plans.roundtrip import Origin, config_file
+
+    if not args.from_files:
+        return None
+    file = config_file(list(args.from_files), args.format, Path.cwd())
+    if file is None:
+        return None
+    # every flag unset but --from: the plan the files say, as plan_and_import builds it
+    bare = argparse.Namespace(**{**dict.fromkeys(vars(args)), "from_files": args.from_files})
+    return Origin(file, plan_from_args(bare, base=base))
+
+
+def edited(origin: Origin, plan: Plan, output: str | None) -> str:
+    """`origin`'s file edited to say `plan`; the change printed on stderr as a diff."""
+    from memtui.plans.roundtrip import edit
+    from memtui.telemetry.text import printable
+
+    change = edit(origin, plan)
+    shown = printable(origin.file.shown)
+    for note in change.notes:
+        print(f"{shown}: {printable(note)}", file=sys.stderr)
+    if not change.changed:
+        print(f"{shown}: unchanged (the plan is the file's own)", file=sys.stderr)
+    for line in change.diff(origin.file.shown, output or "(stdout)"):
+        # the file's own text: a control character in it is shown escaped, never sent raw
+        sys.stderr.write(printable(line[:-1]) + "\n")
+    return change.text
+
+
+def write_edit(path: Path, text: str) -> Path:
+    """`--in-place`: the edit written over the config it came from, atomically."""
+    from memtui.plans.files import write_atomic
+
+    try:
+        return write_atomic(path, text)
+    except OSError as err:
+        raise UsageError(f"{path}: cannot write it ({err.strerror or err})") from None
 
 
 def write_new(path: Path, text: str, force: bool) -> Path:

@@ -1,0 +1,537 @@
+"""`memtui export` of a plan that came from the user's own config: that file, edited.
+
+A fresh export (`memtui.plans.formats.ConfigFormat.export`) writes memtui's own rendering of
+a plan: every key it knows, none of the ones it does not (datasets, schedulers, the loss class,
+comments). A user who planned from a file wants *their* file back with only what the plan
+changed, so `edit` works as a three-way merge:
+
+- before: the fresh export of the plan the file imports to; after: the fresh export of the
+  plan being exported. Only the keys where those two differ are the plan's changes: the
+  format's own keys for the fields that changed (the micro-batch, the ZeRO stage...).
+- each change is applied to the user's file, at the key the file already uses for the same
+  fact (its reader's origin: `stage3_prefetch_bucket_size` or its alias
+  `prefetch_bucket_size`), or added under the block the format puts it in; a key the file
+  leaves "auto" stays "auto" (the launcher fills it, Transformers' HfTrainerDeepSpeedConfig);
+  a key DeepSpeed computes itself (`train_batch_size`) is written only where the file has it.
+- the edited file is read back by the format's reader: every fact the plan changed must read
+  as the fresh export's, every other one as the user's file said, else the edit is refused in
+  one line (never a file that reads as another job).
+
+Everything the plan did not change keeps its bytes: JSON is edited by splicing the text at
+the values' own offsets (`_JsonText`), YAML round-trips through ruamel.yaml (comments, key
+order, quoting and the file's indentation kept). An unchanged plan gives the file as it was,
+byte for byte.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from io import StringIO
+from json.decoder import scanstring
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memtui.plans.facts import (
+    ConfigError,
+    Document,
+    Fact,
+    Facts,
+    is_auto,
+    mapping,
+    parse_json,
+    parse_yaml,
+    read_text,
+)
+from memtui.plans.formats import FORMATS, ConfigFormat
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+
+Path_ = tuple[str, ...]
+"""A key path in a config: ("zero_optimization", "stage")."""
+
+_COMPUTED = frozenset({"train_batch_size"})
+"""Facts a tool computes itself when the file leaves the key out: written only where the file
+already has the key (DeepSpeed 0.19 runtime/config.py _set_batch_related_parameters derives
+train_batch_size from the micro-batch, the accumulation and the data-parallel size)."""
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A config the user gave (`--from FILE`), as read: what an export edits."""
+
+    path: Path
+    """The file, resolved."""
+    shown: str
+    """As the user named it: what messages and the diff say."""
+    fmt: ConfigFormat
+    text: str
+    cwd: Path
+
+    @property
+    def is_json(self) -> bool:
+        return self.path.suffix.lower() == ".json" or self.text.lstrip().startswith("{")
+
+    def data(self, text: str | None = None) -> dict[str, Any]:
+        """The file's (or an edit's) plain data, parsed as the import parses it."""
+        text = self.text if text is None else text
+        parse = parse_json if self.is_json else parse_yaml
+        return mapping(parse(text, self.shown), self.shown, "config")
+
+    def facts(self, data: Mapping[str, Any], shown: str | None = None) -> Facts:
+        """What the format's reader says of `data` (this file's, an edit's or an export's)."""
+        doc = Document(self.path, shown or self.shown, dict(data), self.cwd)
+        return self.fmt.read(doc)
+
+
+def config_file(paths: list[str], fmt: str | None, cwd: Path) -> ConfigFile | None:
+    """The first of `paths` (as `--from` names them) that is a config of format `fmt` (any
+    config when None), read; None when none is (launch scripts, other formats)."""
+    for shown in paths:
+        path = Path(shown).expanduser()
+        resolved = (cwd / path if not path.is_absolute() else path).resolve()
+        if not resolved.is_file() or not FORMATS.reads_suffix(resolved.suffix.lower()):
+            continue
+        text = read_text(resolved, shown)
+        probe = ConfigFile(resolved, shown, FORMATS.exporting[0], text, cwd)
+        data = probe.data()
+        # detected as the import detects it: the first format in FORMATS that claims it
+        found = next((f for f in FORMATS if f.detect(data)), None)
+        if found is not None and (fmt is None or found.name == fmt):
+            return ConfigFile(resolved, shown, found, text, cwd)
+    return None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A user's config and the plan it imports to: what the export compares a plan with."""
+
+    file: ConfigFile
+    plan: Plan
+
+
+@dataclass
+class Edited:
+    """A user's config edited to say a plan."""
+
+    before: str
+    text: str
+    notes: list[str] = field(default_factory=list)
+    """What was left as the file says, and why ("auto" keys)."""
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.before
+
+    def diff(self, shown: str, written: str) -> list[str]:
+        """The change as a unified diff, line by line (each ending in a newline)."""
+        lines = difflib.unified_diff(
+            self.before.splitlines(keepends=True),
+            self.text.splitlines(keepends=True),
+            fromfile=shown,
+            tofile=written,
+        )
+        return [line if line.endswith("\n") else line + "\n" for line in lines]
+
+
+_DELETE = object()
+"""An operation's value: the key goes."""
+
+
+def edit(origin: Origin, plan: Plan) -> Edited:
+    """`origin`'s file changed to say `plan` where it differs from `origin.plan` (ConfigError:
+    one line, when the format cannot write the plan or the file cannot say it)."""
+    file = origin.file
+    if plan == origin.plan:
+        return Edited(file.text, file.text)
+    fmt = file.fmt
+    before = _plain(fmt.export(origin.plan), fmt)
+    after = _plain(fmt.export(plan), fmt)
+    mine = file.data()
+    theirs = {"before": file.facts(before, "before"), "after": file.facts(after, "after")}
+    ours = file.facts(mine)
+    aliases = _aliases(theirs["before"], theirs["after"], ours, mine)
+    doc: _Editable = _JsonText(file.text) if file.is_json else _YamlText(file.text)
+    edited = Edited(file.text, file.text)
+    kept: set[Path_] = set()
+    for path, value in _changes(before, after, ()):
+        target = aliases.get(path, path)
+        computed = _fact_at(theirs["after"], path)
+        if value is not _DELETE and computed in _COMPUTED and doc.get(target) is _MISSING:
+            kept.add(path)
+            continue
+        kept |= _apply(doc, target, value, edited)
+    edited.text = doc.dump()
+    _check(file, edited, theirs, ours, kept)
+    return edited
+
+
+def _plain(text: str, fmt: ConfigFormat) -> dict[str, Any]:
+    """A fresh export's data."""
+    data = json.loads(text) if fmt.suffix == ".json" else parse_yaml(text, f"{fmt.name} export")
+    return mapping(data, f"{fmt.name} export", "config")
+
+
+def _changes(before: Any, after: Any, at: Path_) -> Iterator[tuple[Path_, Any]]:
+    """The operations that turn mapping `before` into `after`: (key path, new value or
+    _DELETE), a mapping in both compared key by key."""
+    for key, value in after.items():
+        old = before.get(key, _MISSING)
+        if isinstance(old, dict) and isinstance(value, dict):
+            yield from _changes(old, value, (*at, key))
+        elif old != value or old is _MISSING:
+            yield (*at, key), value
+    for key in before:
+        if key not in after:
+            yield (*at, key), _DELETE
+
+
+def _where(fact_origin: str, source: str) -> Path_ | None:
+    """The key path a fact was stated at (None for a default or another file's fact)."""
+    if not fact_origin.startswith(f"{source}:") or fact_origin.endswith("(default)"):
+        return None
+    return tuple(fact_origin[len(source) + 1 :].split("."))
+
+
+def _fact_at(facts: Facts, path: Path_) -> str | None:
+    """The fact a key path states in `facts` (None: none)."""
+    return next(
+        (k for k, f in facts.values.items() if _where(f.origin, facts.source) == path), None
+    )
+
+
+def _aliases(
+    before: Facts, after: Facts, ours: Facts, mine: Mapping[str, Any]
+) -> dict[Path_, Path_]:
+    """The export's key paths the user's file spells another way: a fact both exports state
+    at one key that the file states, with its own value, at another it has."""
+    out: dict[Path_, Path_] = {}
+    for key, fact in after.values.items():
+        old = before.values.get(key)
+        path = _where(fact.origin, after.source)
+        if path is None or old is None or _where(old.origin, before.source) != path:
+            continue
+        have = ours.values.get(key)
+        own = None if have is None else _where(have.origin, ours.source)
+        if own is not None and own != path and _dig(mine, own) is not _MISSING:
+            out[path] = own
+    return out
+
+
+def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited) -> set[Path_]:
+    """One change applied to `doc` (a mapping merged into the file's own, key by key); the
+    paths left as the file has them ("auto")."""
+    have = doc.get(path)
+    if value is _DELETE:
+        if have is not _MISSING:
+            doc.delete(path)
+        return set()
+    if isinstance(value, dict) and isinstance(have, Mapping):
+        kept: set[Path_] = set()
+        for key, inner in value.items():
+            kept |= _apply(doc, (*path, key), inner, edited)
+        return kept
+    if have == value:
+        return set()
+    if is_auto(have):
+        edited.notes.append(
+            f"{'.'.join(path)} is \"auto\" (the launcher fills it in): left as it is, not "
+            f"{json.dumps(value)}"
+        )
+        return {path}
+    doc.set(path, value)
+    return set()
+
+
+def _check(
+    file: ConfigFile, edited: Edited, theirs: dict[str, Facts], ours: Facts, kept: set[Path_]
+) -> None:
+    """The edit reads back as the plan: each fact the plan changed as the fresh export says
+    it, every other as the file did; else one line naming the first that does not."""
+    got = file.facts(file.data(edited.text))
+    before, after = theirs["before"], theirs["after"]
+    for key in {*before.values, *after.values, *ours.values, *got.values}:
+        new, old = after.values.get(key), before.values.get(key)
+        changed = _value(new) != _value(old)
+        have = got.values.get(key)
+        if _value(new if changed else ours.values.get(key)) == _value(have):
+            continue
+        where = _where(new.origin, after.source) if new is not None else None
+        if changed and where is not None and (where in kept or any(where[: len(k)] == k
+                                                                   for k in kept)):
+            continue  # left "auto" (noted), or computed by the tool
+        said = "nothing" if have is None else repr(getattr(have.value, "value", have.value))
+        raise ConfigError(
+            f"{file.shown}: cannot edit it to say the plan's {key} (it would read as {said}); "
+            "give --fresh to write a new config instead"
+        )
+
+
+def _value(fact: Fact | None) -> Any:
+    return _MISSING if fact is None else fact.value
+
+
+# -- the two editable texts -------------------------------------------------------------------
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _dig(data: Any, path: Path_) -> Any:
+    node = data
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+class _Editable(Protocol):
+    """A config text and the edits a plan makes to it."""
+
+    def get(self, path: Path_) -> Any:
+        """The value at `path` (_MISSING when a key on the way is not there)."""
+        ...
+
+    def set(self, path: Path_, value: Any) -> None:
+        """`value` written at `path`, the mappings on the way made where missing."""
+        ...
+
+    def delete(self, path: Path_) -> None:
+        """The key at `path` (which is there) removed."""
+        ...
+
+    def dump(self) -> str:
+        """The text, edited."""
+        ...
+
+
+class _YamlText:
+    """YAML round-tripped by ruamel.yaml (its round-trip loader keeps comments, key order and
+    quotes), written in the file's own indentation; a line whose meaning the edit did not
+    change keeps the file's spelling (`True`, `null`: ruamel.yaml writes its own)."""
+
+    def __init__(self, text: str) -> None:
+        from ruamel.yaml import YAML  # here only: the CLI must not pay for it
+
+        self.before = text
+        mapping_indent, dash = _indents(text)
+        self.yaml = YAML(typ="rt")
+        self.yaml.preserve_quotes = True
+        self.yaml.width = 4096  # never fold a long line the file has on one
+        self.yaml.indent(mapping=mapping_indent, sequence=dash + 2, offset=dash)
+        self.yaml.explicit_start = text.lstrip().startswith("---")
+        self.data = self.yaml.load(text)
+
+    def get(self, path: Path_) -> Any:
+        return _dig(self.data, path)
+
+    def set(self, path: Path_, value: Any) -> None:
+        from ruamel.yaml.comments import CommentedMap
+
+        node = self.data
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, Mapping):
+                child = node[key] = CommentedMap()
+            node = child
+        node[path[-1]] = value
+
+    def delete(self, path: Path_) -> None:
+        parent = _dig(self.data, path[:-1])
+        del parent[path[-1]]
+
+    def dump(self) -> str:
+        out = StringIO()
+        self.yaml.dump(self.data, out)
+        return _respelled(self.before, out.getvalue())
+
+
+def _indents(text: str) -> tuple[int, int]:
+    """The file's indentation: of a mapping under its key, and of a sequence's dash under its
+    key (0 for `key:` then `- item` at the key's column); 2 and 2 when the file does not say."""
+    mapping_indent = dash = None
+    opener: int | None = None  # the indentation of the last `key:` line opening a block
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        indent = len(line) - len(body)
+        if opener is not None and indent >= opener:
+            if body.startswith("- ") and dash is None:
+                dash = indent - opener
+            elif not body.startswith("- ") and indent > opener and mapping_indent is None:
+                mapping_indent = indent - opener
+        opener = indent if body.rstrip().endswith(":") else None
+    return mapping_indent or 2, 2 if dash is None else dash
+
+
+def _respelled(before: str, after: str) -> str:
+    """`after` with each line that says what the line at its place in `before` said (the
+    same indentation, the same YAML when read alone) written as `before` wrote it."""
+    import yaml
+
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace":
+            out += new[j1:j2]
+            continue
+        for k, line in enumerate(new[j1:j2]):
+            was = old[i1 + k] if i1 + k < i2 else None
+            out.append(was if was is not None and _same_line(was, line, yaml) else line)
+    return "".join(out)
+
+
+def _same_line(a: str, b: str, yaml: Any) -> bool:
+    if len(a) - len(a.lstrip(" ")) != len(b) - len(b.lstrip(" ")):
+        return False
+    try:
+        return bool(yaml.safe_load(a.strip()) == yaml.safe_load(b.strip()))
+    except yaml.YAMLError:
+        return False
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
+
+
+@dataclass
+class _Node:
+    """Where a JSON value lies in the text: [start, end); an object's members by key, each
+    (where its key's quote starts, its value)."""
+
+    start: int
+    end: int
+    members: dict[str, tuple[int, _Node]] | None = None
+
+
+class _JsonText:
+    """JSON edited by splicing: a changed value's text is replaced at its own offsets, a new
+    key is written after the last one of its object in the object's own indentation, a key
+    that goes is cut with its comma; the rest of the text keeps its bytes (number spellings
+    such as 5e8, the key order, the indentation)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        lines = [len(ln) - len(ln.lstrip(" ")) for ln in text.splitlines() if ln.strip()]
+        self.unit = min((n for n in lines if n), default=2)
+
+    def _root(self) -> _Node:
+        return _parse(self.text, 0)[0]
+
+    def get(self, path: Path_) -> Any:
+        return _dig(json.loads(self.text), path)
+
+    def _indent(self, at: int) -> str:
+        """The whitespace the line holding offset `at` starts with."""
+        start = self.text.rfind("\n", 0, at) + 1
+        line = self.text[start:at]
+        return line[: len(line) - len(line.lstrip())]
+
+    def _render(self, value: Any, indent: str, inline: bool) -> str:
+        if inline:
+            return json.dumps(value)
+        return json.dumps(value, indent=self.unit).replace("\n", "\n" + indent)
+
+    def set(self, path: Path_, value: Any) -> None:
+        node = self._root()
+        for depth, key in enumerate(path):
+            assert node.members is not None  # get() walked mappings to here
+            if key not in node.members:
+                rest: Any = value
+                for inner in reversed(path[depth + 1 :]):
+                    rest = {inner: rest}
+                self._add(node, key, rest)
+                return
+            node = node.members[key][1]
+        key_at = self._key_at(path)
+        inline = "\n" not in self.text[key_at : node.end]
+        text = self._render(value, self._indent(key_at), inline and isinstance(value, dict))
+        self.text = self.text[: node.start] + text + self.text[node.end :]
+
+    def _key_at(self, path: Path_) -> int:
+        node = self._root()
+        at = node.start
+        for key in path:
+            assert node.members is not None
+            at, node = node.members[key]
+        return at
+
+    def _add(self, obj: _Node, key: str, value: Any) -> None:
+        assert obj.members is not None
+        if obj.members:
+            last_at, last = list(obj.members.values())[-1]
+            inline = "\n" not in self.text[obj.start : last_at]
+            indent = self._indent(last_at)
+            sep = " " if inline else "\n" + indent
+            member = f",{sep}{json.dumps(key)}: {self._render(value, indent, inline)}"
+            self.text = self.text[: last.end] + member + self.text[last.end :]
+            return
+        outer = self._indent(obj.start)
+        indent = outer + " " * self.unit
+        member = f"\n{indent}{json.dumps(key)}: {self._render(value, indent, False)}\n{outer}"
+        self.text = self.text[: obj.start + 1] + member + self.text[obj.end - 1 :]
+
+    def delete(self, path: Path_) -> None:
+        node = self._root()
+        for key in path[:-1]:
+            assert node.members is not None
+            node = node.members[key][1]
+        assert node.members is not None
+        items = list(node.members.items())
+        index = next(i for i, (k, _) in enumerate(items) if k == path[-1])
+        at, value = items[index][1]
+        if index > 0:  # cut from the end of the key before it: its comma goes with it
+            start, end = items[index - 1][1][1].end, value.end
+        elif len(items) > 1:
+            start, end = at, items[1][1][0]
+        else:
+            start, end = node.start + 1, node.end - 1
+        self.text = self.text[:start] + self.text[end:]
+
+    def dump(self) -> str:
+        return self.text
+
+
+def _parse(text: str, pos: int) -> tuple[_Node, int]:
+    """The JSON value at `pos` (after whitespace) and the offset after it. The text was
+    already read by `json.loads` (`parse_json`), so it is valid and its depth bounded."""
+    pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+    start = pos
+    char = text[pos]
+    if char == '"':
+        end = scanstring(text, pos + 1)[1]
+        return _Node(start, end), end
+    if char in "{[":
+        close = "}" if char == "{" else "]"
+        members: dict[str, tuple[int, _Node]] = {}
+        pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        while text[pos] != close:
+            key_at = pos
+            key = None
+            if char == "{":
+                key, pos = scanstring(text, pos + 1)
+                pos = _SPACE.match(text, pos).end() + 1  # type: ignore[union-attr]  # the colon
+            value, pos = _parse(text, pos)
+            if key is not None:
+                members[key] = (key_at, value)
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] == ",":
+                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+        end = pos + 1
+        return _Node(start, end, members if char == "{" else None), end
+    found = _SCALAR.match(text, pos)
+    if found is None:
+        raise ConfigError(f"unexpected JSON at offset {pos}")
+    return _Node(start, found.end()), found.end()
