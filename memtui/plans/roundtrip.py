@@ -149,25 +149,80 @@ def edit(origin: Origin, plan: Plan) -> Edited:
     if plan == origin.plan:
         return Edited(file.text, file.text)
     fmt = file.fmt
-    before = _plain(fmt.export(origin.plan), fmt)
-    after = _plain(fmt.export(plan), fmt)
-    mine = file.data()
-    theirs = {"before": file.facts(before, "before"), "after": file.facts(after, "after")}
-    ours = file.facts(mine)
-    aliases = _aliases(theirs["before"], theirs["after"], ours, mine)
+    old = _Reading(file, _plain(fmt.export(origin.plan), fmt), "before")
+    new = _Reading(file, _plain(fmt.export(plan), fmt), "after")
+    ours = _Reading(file, file.data(), file.shown)
     doc: _Editable = _JsonText(file.text) if file.is_json else _YamlText(file.text)
     edited = Edited(file.text, file.text)
     kept: set[Path_] = set()
-    for path, value in _changes(before, after, ()):
-        target = aliases.get(path, path)
-        computed = _fact_at(theirs["after"], path)
-        if value is not _DELETE and computed in _COMPUTED and doc.get(target) is _MISSING:
+    for path, value in _changes(old.data, new.data, ()):
+        was = old.read_by(path)
+        if value is _DELETE:
+            # a key goes only when the new plan says what it said some other way (fp16 for
+            # bf16, no offload); one the new export leaves out but would not contradict stays
+            if not any(key in new.facts.values for key in was):
+                continue
+        else:
+            now = new.read_by(path)
+            if not now and not was:
+                continue  # a key no reader reads (lora_alpha): not the plan's to change
+            # a key new to the export (fp16 where bf16 was) is not another spelling of one
+            # the file has: it is added
+            was = was | now if path in old else set()
+        target = ours.spelling(path, was) if doc.get(path) is _MISSING else path
+        _writable(file, doc, target)
+        if value is not _DELETE and doc.get(target) is _MISSING and new.read_by(path) & _COMPUTED:
             kept.add(path)
             continue
-        kept |= _apply(doc, target, value, edited)
+        kept |= _apply(doc, target, value, edited, new)
     edited.text = doc.dump()
-    _check(file, edited, theirs, ours, kept)
+    _check(file, edited, (old.facts, new.facts), ours.facts, kept)
     return edited
+
+
+class _Reading:
+    """A config's data and what the format's reader says of it."""
+
+    def __init__(self, file: ConfigFile, data: dict[str, Any], source: str) -> None:
+        self.file, self.data, self.source = file, data, source
+        self.facts = file.facts(data, source)
+
+    def __contains__(self, path: Path_) -> bool:
+        return _dig(self.data, path) is not _MISSING
+
+    def read_by(self, path: Path_) -> set[str]:
+        """The facts the key at `path` decides: those that read otherwise without it."""
+        if path not in self:
+            return set()
+        data = json.loads(json.dumps(self.data))  # a deep copy of plain data
+        parent = _dig(data, path[:-1])
+        del parent[path[-1]]
+        try:
+            without = self.file.facts(data, self.source).values
+        except ConfigError:
+            return set(self.facts.values)  # the file does not read without it: it decides all
+        keys = {*self.facts.values, *without}
+        return {k for k in keys if _value(self.facts.values.get(k)) != _value(without.get(k))}
+
+    def spelling(self, path: Path_, facts: set[str]) -> Path_:
+        """Where this file states `facts` when it has no `path`: its own key for them (a
+        deprecated or alias spelling such as `cpu_offload`), else `path`."""
+        own = {self._spelled(_where(self.facts.values[k], self.source))
+               for k in facts if k in self.facts.values}  # fmt: skip
+        found = [q for q in own if q is not None and q != path]
+        return found[0] if len(found) == 1 else path
+
+    def _spelled(self, path: Path_ | None) -> Path_ | None:
+        """`path` as this file has it: the key itself, or its `fsdp_`-prefixed form (the
+        readers name FSDP keys unprefixed, as memtui.plans.fsdp.unprefixed normalises
+        them); None when the file has neither."""
+        if path is None or path in self:
+            return path
+        parent = _dig(self.data, path[:-1])
+        if not isinstance(parent, Mapping):
+            return None
+        named = [k for k in parent if str(k).removeprefix("fsdp_") == path[-1]]
+        return (*path[:-1], named[0]) if len(named) == 1 else None
 
 
 def _plain(text: str, fmt: ConfigFormat) -> dict[str, Any]:
@@ -190,41 +245,28 @@ def _changes(before: Any, after: Any, at: Path_) -> Iterator[tuple[Path_, Any]]:
             yield (*at, key), _DELETE
 
 
-def _where(fact_origin: str, source: str) -> Path_ | None:
+def _where(fact: Fact, source: str) -> Path_ | None:
     """The key path a fact was stated at (None for a default or another file's fact)."""
-    if not fact_origin.startswith(f"{source}:") or fact_origin.endswith("(default)"):
+    if not fact.origin.startswith(f"{source}:") or fact.default:
         return None
-    return tuple(fact_origin[len(source) + 1 :].split("."))
+    return tuple(fact.origin[len(source) + 1 :].split("."))
 
 
-def _fact_at(facts: Facts, path: Path_) -> str | None:
-    """The fact a key path states in `facts` (None: none)."""
-    return next(
-        (k for k, f in facts.values.items() if _where(f.origin, facts.source) == path), None
-    )
+def _writable(file: ConfigFile, doc: _Editable, path: Path_) -> None:
+    """Refuse a path through a value that is not a block (axolotl's `deepspeed: ds.json`)."""
+    for depth in range(1, len(path)):
+        have = doc.get(path[:depth])
+        if have is not _MISSING and not isinstance(have, Mapping):
+            named = " (a file it names: give that file to --from)" if isinstance(have, str) else ""
+            raise ConfigError(
+                f"{file.shown}: {'.'.join(path[:depth])} is {json.dumps(have)}, not a block "
+                f"memtui can write {'.'.join(path)} into{named}"
+            )
 
 
-def _aliases(
-    before: Facts, after: Facts, ours: Facts, mine: Mapping[str, Any]
-) -> dict[Path_, Path_]:
-    """The export's key paths the user's file spells another way: a fact both exports state
-    at one key that the file states, with its own value, at another it has."""
-    out: dict[Path_, Path_] = {}
-    for key, fact in after.values.items():
-        old = before.values.get(key)
-        path = _where(fact.origin, after.source)
-        if path is None or old is None or _where(old.origin, before.source) != path:
-            continue
-        have = ours.values.get(key)
-        own = None if have is None else _where(have.origin, ours.source)
-        if own is not None and own != path and _dig(mine, own) is not _MISSING:
-            out[path] = own
-    return out
-
-
-def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited) -> set[Path_]:
-    """One change applied to `doc` (a mapping merged into the file's own, key by key); the
-    paths left as the file has them ("auto")."""
+def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited, new: _Reading) -> set[Path_]:
+    """One change applied to `doc` (a block merged into the file's own, key by key, only the
+    keys the reader reads); the paths left as the file has them ("auto")."""
     have = doc.get(path)
     if value is _DELETE:
         if have is not _MISSING:
@@ -233,7 +275,8 @@ def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited) -> set[Path_
     if isinstance(value, dict) and isinstance(have, Mapping):
         kept: set[Path_] = set()
         for key, inner in value.items():
-            kept |= _apply(doc, (*path, key), inner, edited)
+            if new.read_by((*path, key)):
+                kept |= _apply(doc, (*path, key), inner, edited, new)
         return kept
     if have == value:
         return set()
@@ -248,23 +291,27 @@ def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited) -> set[Path_
 
 
 def _check(
-    file: ConfigFile, edited: Edited, theirs: dict[str, Facts], ours: Facts, kept: set[Path_]
+    file: ConfigFile, edited: Edited, exports: tuple[Facts, Facts], ours: Facts, kept: set[Path_]
 ) -> None:
-    """The edit reads back as the plan: each fact the plan changed as the fresh export says
-    it, every other as the file did; else one line naming the first that does not."""
+    """The edit reads back as the plan: each fact the plan changed as the new export says
+    it (or, one it leaves out, as the file did), every other as the file did; else one line
+    naming the first that does not."""
     got = file.facts(file.data(edited.text))
-    before, after = theirs["before"], theirs["after"]
-    for key in {*before.values, *after.values, *ours.values, *got.values}:
-        new, old = after.values.get(key), before.values.get(key)
-        changed = _value(new) != _value(old)
-        have = got.values.get(key)
-        if _value(new if changed else ours.values.get(key)) == _value(have):
+    old, new = exports
+    for key in sorted({*old.values, *new.values, *ours.values, *got.values}):
+        now, was, have = new.values.get(key), old.values.get(key), got.values.get(key)
+        mine = _value(ours.values.get(key))
+        if _value(now) == _value(was):
+            allowed = [mine]
+        else:
+            allowed = [_value(now)] if now is not None else [_MISSING, mine]
+        if _value(have) in allowed:
             continue
-        where = _where(new.origin, after.source) if new is not None else None
-        if changed and where is not None and (where in kept or any(where[: len(k)] == k
-                                                                   for k in kept)):
-            continue  # left "auto" (noted), or computed by the tool
-        said = "nothing" if have is None else repr(getattr(have.value, "value", have.value))
+        where = _where(now, new.source) if now is not None else None
+        if where is not None and any(where[: len(k)] == k for k in kept):
+            continue  # left "auto" (noted), or one the tool computes
+        said = "nothing" if have is None else json.dumps(getattr(have.value, "value", have.value),
+                                                         default=str)  # fmt: skip
         raise ConfigError(
             f"{file.shown}: cannot edit it to say the plan's {key} (it would read as {said}); "
             "give --fresh to write a new config instead"
@@ -344,7 +391,7 @@ class _YamlText:
             if not isinstance(child, Mapping):
                 child = node[key] = CommentedMap()
             node = child
-        node[path[-1]] = value
+        node[path[-1]] = _quoted(value)
 
     def delete(self, path: Path_) -> None:
         parent = _dig(self.data, path[:-1])
@@ -354,6 +401,26 @@ class _YamlText:
         out = StringIO()
         self.yaml.dump(self.data, out)
         return _respelled(self.before, out.getvalue())
+
+
+def _quoted(value: Any) -> Any:
+    """`value` with each string PyYAML would read as something else quoted: ruamel.yaml
+    writes YAML 1.2, where `no` and `on` are strings, but the tools (and memtui) read YAML
+    1.1 through PyYAML, where they are booleans (accelerate's `mixed_precision: 'no'`)."""
+    import yaml
+    from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+    if isinstance(value, dict):
+        return {k: _quoted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_quoted(v) for v in value]
+    if isinstance(value, str):
+        try:
+            plain = yaml.safe_load(value) == value
+        except yaml.YAMLError:
+            plain = False
+        return value if plain else SingleQuotedScalarString(value)
+    return value
 
 
 def _indents(text: str) -> tuple[int, int]:
