@@ -94,6 +94,9 @@ def build(args: argparse.Namespace) -> MemtuiApp:
 
         base = load_plan(args.plan)
     plan, imported = plan_and_import(args, base=base)
+    from memtui.commands.export import origin_of
+
+    origin = origin_of(args, base)  # the --from config the export key edits
     fit: set[str] = set()
     if first is not None:
         # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan
@@ -120,6 +123,7 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         save_path=Path(args.save or args.plan or DEFAULT_SAVE),
         first_poll=first,
         snapshot=Path(args.snapshot) if args.snapshot else None,
+        origin=origin,
     )
 
 

@@ -104,9 +104,9 @@ def origin_of(args: argparse.Namespace, base: Plan | None) -> Origin | None:
     plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
     from memtui.plans.roundtrip import Origin, config_file
 
-    if not args.from_files:
+    if not getattr(args, "from_files", None):
         return None
-    file = config_file(list(args.from_files), args.format, Path.cwd())
+    file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
     if file is None:
         return None
     # every flag unset but --from: the plan the files say, as plan_and_import builds it

@@ -31,7 +31,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from io import StringIO
-from json.decoder import scanstring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -282,7 +281,7 @@ def _apply(doc: _Editable, path: Path_, value: Any, edited: Edited, new: _Readin
         return set()
     if is_auto(have):
         edited.notes.append(
-            f"{'.'.join(path)} is \"auto\" (the launcher fills it in): left as it is, not "
+            f'{".".join(path)} is "auto" (the launcher fills it in): left as it is, not '
             f"{json.dumps(value)}"
         )
         return {path}
@@ -470,6 +469,7 @@ def _same_line(a: str, b: str, yaml: Any) -> bool:
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
 
 
@@ -574,31 +574,36 @@ class _JsonText:
 def _parse(text: str, pos: int) -> tuple[_Node, int]:
     """The JSON value at `pos` (after whitespace) and the offset after it. The text was
     already read by `json.loads` (`parse_json`), so it is valid and its depth bounded."""
-    pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
-    start = pos
+    start = pos = _past(_SPACE, text, pos)
     char = text[pos]
     if char == '"':
-        end = scanstring(text, pos + 1)[1]
+        end = _past(_STRING, text, pos)
         return _Node(start, end), end
-    if char in "{[":
-        close = "}" if char == "{" else "]"
-        members: dict[str, tuple[int, _Node]] = {}
-        pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-        while text[pos] != close:
-            key_at = pos
-            key = None
-            if char == "{":
-                key, pos = scanstring(text, pos + 1)
-                pos = _SPACE.match(text, pos).end() + 1  # type: ignore[union-attr]  # the colon
-            value, pos = _parse(text, pos)
-            if key is not None:
-                members[key] = (key_at, value)
-            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
-            if text[pos] == ",":
-                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-        end = pos + 1
-        return _Node(start, end, members if char == "{" else None), end
-    found = _SCALAR.match(text, pos)
+    if char not in "{[":
+        end = _past(_SCALAR, text, pos)
+        return _Node(start, end), end
+    close = "}" if char == "{" else "]"
+    members: dict[str, tuple[int, _Node]] = {}
+    pos = _past(_SPACE, text, pos + 1)
+    while text[pos] != close:
+        key_at, key = pos, None
+        if char == "{":
+            end = _past(_STRING, text, pos)
+            key = json.loads(text[pos:end])
+            pos = _past(_SPACE, text, end) + 1  # past the colon
+        value, pos = _parse(text, pos)
+        if key is not None:
+            members[key] = (key_at, value)
+        pos = _past(_SPACE, text, pos)
+        if text[pos] == ",":
+            pos = _past(_SPACE, text, pos + 1)
+    end = pos + 1
+    return _Node(start, end, members if char == "{" else None), end
+
+
+def _past(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """The offset after `pattern` matched at `pos` (valid JSON: it matches)."""
+    found = pattern.match(text, pos)
     if found is None:
         raise ConfigError(f"unexpected JSON at offset {pos}")
-    return _Node(start, found.end()), found.end()
+    return found.end()
