@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.in_place and (origin is None or args.output is not None):
         raise UsageError("--in-place edits the --from config: give one, and no -o")
+    target = None if args.output is None else Path(args.output)
+    if origin is not None and target is not None:
+        if target.expanduser().resolve() == origin.file.path:
+            raise UsageError(f"{args.output}: is the --from config; give --in-place to edit it")
     if origin is None:
         fmt, text = args.format, FORMATS[args.format].export(plan)
     else:
@@ -87,13 +91,10 @@ def run(args: argparse.Namespace) -> int:
     if args.in_place:
         assert origin is not None
         written = write_edit(origin.file.path, text)
-    elif args.output is None:
+    elif target is None:
         sys.stdout.write(text)
         return 0
     else:
-        target = Path(args.output)
-        if origin is not None and target.expanduser().resolve() == origin.file.path:
-            raise UsageError(f"{args.output}: is the --from config; give --in-place to edit it")
         written = write_new(target, text, args.force)
     print(f"wrote {written} ({fmt} config for the {plan.stack.value} stack)")
     return 0
