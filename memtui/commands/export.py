@@ -81,16 +81,15 @@ def run(args: argparse.Namespace) -> int:
     if args.in_place and (origin is None or args.output is not None):
         raise UsageError("--in-place edits the --from config: give one, and no -o")
     target = None if args.output is None else Path(args.output)
-    if origin is not None and target is not None:
-        if target.expanduser().resolve() == origin.file.path:
-            raise UsageError(f"{args.output}: is the --from config; give --in-place to edit it")
+    if origin and target and target.expanduser().resolve() == origin.file.path:
+        raise UsageError(f"{args.output}: is the --from config; give --in-place to edit it")
     if origin is None:
         fmt, text = args.format, FORMATS[args.format].export(plan)
     else:
         fmt, text = origin.file.fmt.name, edited(origin, plan, args.output)
     if args.in_place:
         assert origin is not None
-        written = write_edit(origin.file.path, text)
+        written = write_new(origin.file.path, text, force=True)
     elif target is None:
         sys.stdout.write(text)
         return 0
@@ -128,18 +127,9 @@ def edited(origin: Origin, plan: Plan, output: str | None) -> str:
         print(f"{shown}: unchanged (the plan is the file's own)", file=sys.stderr)
     for line in change.diff(origin.file.shown, output or "(stdout)"):
         # the file's own text: a control character in it is shown escaped, never sent raw
-        sys.stderr.write(printable(line[:-1]) + "\n")
+        # (a tab, harmless, as it is: tab-indented files stay readable)
+        sys.stderr.write("\t".join(printable(part) for part in line[:-1].split("\t")) + "\n")
     return change.text
-
-
-def write_edit(path: Path, text: str) -> Path:
-    """`--in-place`: the edit written over the config it came from, atomically."""
-    from memtui.plans.files import write_atomic
-
-    try:
-        return write_atomic(path, text)
-    except OSError as err:
-        raise UsageError(f"{path}: cannot write it ({err.strerror or err})") from None
 
 
 def write_new(path: Path, text: str, force: bool) -> Path:
