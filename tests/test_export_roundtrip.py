@@ -493,3 +493,30 @@ def test_the_dashboard_export_key_edits_the_file_the_plan_came_from(
     refused = export_of(origin.plan.evolve(stack="torchtune", strategy="fsdp"), origin)
     assert isinstance(refused, Notice) and refused.severity == "error"
     assert os.listdir(tmp_path) == [message.path.name]
+
+
+async def test_the_e_key_writes_the_from_config_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real dashboard (Pilot) built from `memtui dashboard --from FILE`: a micro-batch
+    step, then `e` writes FILE with that one change, beside the save file."""
+    from ui_helpers import screen_of, wait_for
+
+    from memtui.commands.dashboard import build
+
+    monkeypatch.chdir(CONFIGS)
+    shown = "deepspeed/zero3_offload.json"
+    argv = ["dashboard", "--demo", "--from", shown, "--save", str(tmp_path / "plan.toml")]
+    app = build(build_parser().parse_args(argv))
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = screen_of(app)
+        assert screen.plan.micro_batch == 4
+        await pilot.press("plus")
+        await wait_for(pilot, lambda: screen.plan.micro_batch == 5)
+        await pilot.press("e")
+        written = tmp_path / "memtui-deepspeed.json"
+        await wait_for(pilot, written.exists)
+    original = (CONFIGS / shown).read_text()
+    assert written.read_text() == original.replace(
+        '"train_micro_batch_size_per_gpu": 4', '"train_micro_batch_size_per_gpu": 5'
+    ).replace('"train_batch_size": 256', '"train_batch_size": 320')
