@@ -520,3 +520,17 @@ async def test_the_e_key_writes_the_from_config_edited(
     assert written.read_text() == original.replace(
         '"train_micro_batch_size_per_gpu": 4', '"train_micro_batch_size_per_gpu": 5'
     ).replace('"train_batch_size": 256', '"train_batch_size": 320')
+
+
+def test_a_config_another_one_names_is_edited_by_its_format(tmp_path: Path) -> None:
+    # axolotl's `deepspeed: deepspeed/zero3_zero_sizes.json`: the ZeRO stage is that file's
+    axolotl = CONFIGS / "axolotl" / "lora-deepspeed.yml"
+    done = memtui("export", "--from", str(axolotl), "--strategy", "zero2", cwd=CONFIGS)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "deepspeed/zero3_zero_sizes.json" in done.stderr and "--format" in done.stderr
+    done = memtui("export", "--from", str(axolotl), "--strategy", "zero2", "--format",
+                  "deepspeed", cwd=CONFIGS)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    named = (CONFIGS / "deepspeed" / "zero3_zero_sizes.json").read_text()
+    assert done.stdout == named.replace('"stage": 3', '"stage": 2')
+    assert done.stderr.startswith("--- deepspeed/zero3_zero_sizes.json\n")

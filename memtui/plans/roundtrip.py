@@ -89,20 +89,38 @@ class ConfigFile:
 
 def config_file(paths: list[str], fmt: str | None, cwd: Path) -> ConfigFile | None:
     """The first of `paths` (as `--from` names them) that is a config of format `fmt` (any
-    config when None), read; None when none is (launch scripts, other formats)."""
-    for shown in paths:
-        path = Path(shown).expanduser()
-        resolved = (cwd / path if not path.is_absolute() else path).resolve()
-        if not resolved.is_file() or not FORMATS.reads_suffix(resolved.suffix.lower()):
-            continue
-        text = read_text(resolved, shown)
-        probe = ConfigFile(resolved, shown, FORMATS.exporting[0], text, cwd)
-        data = probe.data()
-        # detected as the import detects it: the first format in FORMATS that claims it
-        found = next((f for f in FORMATS if f.detect(data)), None)
-        if found is not None and (fmt is None or found.name == fmt):
-            return ConfigFile(resolved, shown, found, text, cwd)
-    return None
+    config when None), else the first such config one of them names (an accelerate or
+    axolotl config's DeepSpeed JSON), read; None when there is none (launch scripts, other
+    formats)."""
+    configs = [c for c in (_config(shown, cwd) for shown in paths) if c is not None]
+    named = []
+    for config in configs:
+        if fmt is None or config.fmt.name == fmt:
+            return config
+        refs = config.facts(config.data()).references
+        named += [_config(str(_relative(path, cwd)), cwd) for path, _ in refs]
+    return next((c for c in named if c is not None and c.fmt.name == fmt), None)
+
+
+def _config(shown: str, cwd: Path) -> ConfigFile | None:
+    """The config `shown` names, read and detected as the import detects it (the first
+    format in FORMATS that claims it); None for a launch script or a missing file."""
+    path = Path(shown).expanduser()
+    resolved = (cwd / path if not path.is_absolute() else path).resolve()
+    if not resolved.is_file() or not FORMATS.reads_suffix(resolved.suffix.lower()):
+        return None
+    text = read_text(resolved, shown)
+    data = ConfigFile(resolved, shown, FORMATS.exporting[0], text, cwd).data()
+    found = next((f for f in FORMATS if f.detect(data)), None)
+    return None if found is None else ConfigFile(resolved, shown, found, text, cwd)
+
+
+def _relative(path: Path, cwd: Path) -> Path:
+    """A named file as a message shows it: from the launch folder when it is inside it."""
+    try:
+        return path.resolve().relative_to(cwd.resolve())
+    except ValueError:
+        return path
 
 
 @dataclass(frozen=True)
@@ -256,7 +274,9 @@ def _writable(file: ConfigFile, doc: _Editable, path: Path_) -> None:
     for depth in range(1, len(path)):
         have = doc.get(path[:depth])
         if have is not _MISSING and not isinstance(have, Mapping):
-            named = " (a file it names: give that file to --from)" if isinstance(have, str) else ""
+            named = ""
+            if isinstance(have, str):
+                named = " (a file it names: give that file's --format to edit it)"
             raise ConfigError(
                 f"{file.shown}: {'.'.join(path[:depth])} is {json.dumps(have)}, not a block "
                 f"memtui can write {'.'.join(path)} into{named}"
