@@ -25,6 +25,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import re
@@ -73,13 +74,11 @@ class ConfigFile:
 
     @property
     def is_json(self) -> bool:
-        return self.path.suffix.lower() == ".json" or self.text.lstrip().startswith("{")
+        return _is_json(self.path, self.text)
 
     def data(self, text: str | None = None) -> dict[str, Any]:
         """The file's (or an edit's) plain data, parsed as the import parses it."""
-        text = self.text if text is None else text
-        parse = parse_json if self.is_json else parse_yaml
-        return mapping(parse(text, self.shown), self.shown, "config")
+        return _parsed(self.path, self.text if text is None else text, self.shown)
 
     def facts(self, data: Mapping[str, Any], shown: str | None = None) -> Facts:
         """What the format's reader says of `data` (this file's, an edit's or an export's)."""
@@ -110,9 +109,19 @@ def _config(shown: str, cwd: Path) -> ConfigFile | None:
     if not resolved.is_file() or not FORMATS.reads_suffix(resolved.suffix.lower()):
         return None
     text = read_text(resolved, shown)
-    data = ConfigFile(resolved, shown, FORMATS.exporting[0], text, cwd).data()
+    data = _parsed(resolved, text, shown)
     found = next((f for f in FORMATS if f.detect(data)), None)
     return None if found is None else ConfigFile(resolved, shown, found, text, cwd)
+
+
+def _is_json(path: Path, text: str) -> bool:
+    # the rule memtui.plans.registry reads files by: JSON by its name or its first character
+    return path.suffix.lower() == ".json" or text.lstrip().startswith("{")
+
+
+def _parsed(path: Path, text: str, shown: str) -> dict[str, Any]:
+    parse = parse_json if _is_json(path, text) else parse_yaml
+    return mapping(parse(text, shown), shown, "config")
 
 
 def _relative(path: Path, cwd: Path) -> Path:
@@ -211,7 +220,7 @@ class _Reading:
         """The facts the key at `path` decides: those that read otherwise without it."""
         if path not in self:
             return set()
-        data = json.loads(json.dumps(self.data))  # a deep copy of plain data
+        data = copy.deepcopy(self.data)
         parent = _dig(data, path[:-1])
         del parent[path[-1]]
         try:
