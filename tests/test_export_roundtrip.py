@@ -83,17 +83,17 @@ def test_an_export_with_no_change_is_the_file_byte_for_byte(
 
 # -- a changed plan ---------------------------------------------------------------------------
 
+CHECKPOINTING = {
+    "gradient_checkpointing", "gradient_checkpointing_kwargs", "enable_activation_checkpointing",
+    "fsdp_activation_checkpointing", "activation_checkpointing",
+    "activation_checkpointing_kwargs"}  # fmt: skip
 CHANGES: dict[str, tuple[list[str], set[str]]] = {
     # flags: the key names the change may touch (a block's name where a block comes or goes)
     "micro-batch": (["--micro-batch", "3"], {
         "train_micro_batch_size_per_gpu", "train_batch_size", "per_device_train_batch_size",
         "micro_batch_size", "batch_size"}),
-    "checkpointing": (["--checkpointing", "full"], {
-        "gradient_checkpointing", "enable_activation_checkpointing",
-        "fsdp_activation_checkpointing", "activation_checkpointing"}),
-    "no-checkpointing": (["--checkpointing", "none"], {
-        "gradient_checkpointing", "enable_activation_checkpointing",
-        "fsdp_activation_checkpointing", "activation_checkpointing"}),
+    "checkpointing": (["--checkpointing", "full"], CHECKPOINTING),
+    "no-checkpointing": (["--checkpointing", "none"], CHECKPOINTING),
     "zero2": (["--strategy", "zero2", "--offload", "none"], {
         "stage", "zero_stage", "offload_optimizer", "offload_param", "cpu_offload",
         "cpu_offload_param", "offload_optimizer_device", "offload_param_device"}),
@@ -413,6 +413,7 @@ def test_the_input_is_written_only_when_asked(tmp_path: Path) -> None:
     done = memtui("export", "--from", str(ds), "--micro-batch", "2", "--in-place")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"wrote {ds.resolve()} (deepspeed config for the deepspeed stack)\n"
+    assert done.stderr.startswith(f"--- {ds}\n+++ {ds}\n")
     text = ds.read_text()
     assert text == original.replace('"train_micro_batch_size_per_gpu": 4', (
         '"train_micro_batch_size_per_gpu": 2')).replace("256", "128")  # fmt: skip

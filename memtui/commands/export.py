@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if origin is None:
         fmt, text = args.format, FORMATS[args.format].export(plan)
     else:
-        fmt, text = origin.file.fmt.name, edited(origin, plan, args.output)
+        written_to = origin.file.shown if args.in_place else args.output
+        fmt, text = origin.file.fmt.name, edited(origin, plan, written_to)
     if args.in_place:
         assert origin is not None
         written = write_new(origin.file.path, text, force=True)
