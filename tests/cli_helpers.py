@@ -24,3 +24,19 @@ def watch(
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def memtui(
+    *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m memtui ARGS` (the installed entry point's code path) in `cwd`."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "memtui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or ROOT,
+        timeout=timeout,
+    )

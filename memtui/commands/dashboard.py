@@ -84,6 +84,9 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
     plan, imported = plan_and_import(args)
+    from memtui.commands.export import origin_of
+
+    origin = origin_of(args)  # the --from config the export key edits
     fit: set[str] = set()
     if first is not None:
         # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan
@@ -110,6 +113,7 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         save_path=Path(args.save or args.plan or DEFAULT_SAVE),
         first_poll=first,
         snapshot=Path(args.snapshot) if args.snapshot else None,
+        origin=origin,
     )
 
 

@@ -1,15 +1,22 @@
-"""`memtui export --format FORMAT`: the plan as a config its stack accepts.
+"""`memtui export`: the plan as a config its stack accepts, or the user's own config edited.
 
+    memtui export --from ds.json --strategy zero3 -o ds-zero3.json   (ds.json, edited)
+    memtui export --from train.yaml --micro-batch 2 --in-place       (train.yaml, edited)
     memtui export --format deepspeed --stack deepspeed --strategy zero3 -o ds.json
     memtui export --format accelerate --from ds.json train.sh -o accelerate.yaml
     memtui export --format torchtune --plan plan.toml --micro-batch 2   (to stdout)
 
 The plan is built as `memtui estimate` builds it (every plan flag, --from FILE..., and a saved
---plan). The levers the plan has on (checkpointing, offload, an 8-bit optimizer, micro-batch
-and accumulation) are written in the format's own keys; `memtui estimate --from FILE` reads
-the file back to the same plan. A file is written atomically and an existing one only with
---force (else one line, exit 2). The formats are `memtui.plans.formats.FORMATS`, whose codecs
-are imported only to write: the CLI's start must not pay for YAML.
+--plan). When a --from file is a config of the format written (the format defaults to the
+first --from config's), the export is that file with only what the plan changed
+(`memtui.plans.roundtrip.edit`: the same keys, order and comments; an unchanged plan gives
+the file byte for byte), and the change is printed as a unified diff on stderr. Otherwise (or
+with --fresh) it is a new config: the levers the plan has on (checkpointing, offload, an 8-bit
+optimizer, micro-batch and accumulation) in the format's own keys. Either way `memtui estimate
+--from FILE` reads the file back to the same plan. A file is written atomically, an existing
+one only with --force, the input file only with --in-place (else one line, exit 2). The
+formats are `memtui.plans.formats.FORMATS`, whose codecs are imported only to write: the
+CLI's start must not pay for YAML.
 """
 
 from __future__ import annotations
@@ -17,10 +24,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.errors import UsageError
 from memtui.text import LINE, shown
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+    from memtui.plans.roundtrip import Origin
 
 
 def register(sub: Any) -> None:
@@ -30,26 +42,91 @@ def register(sub: Any) -> None:
         "export",
         help=f"write the plan as a {spoken(f.title for f in FORMATS.exporting)} config",
         description="Write the plan as a config its stack accepts (reads back to the same plan "
-        "with `memtui estimate --from FILE`).",
+        "with `memtui estimate --from FILE`). A --from config of the format written is "
+        "edited: only the keys the plan changed, the change shown as a diff on stderr.",
     )
-    parser.add_argument("--format", required=True, choices=[f.name for f in FORMATS.exporting])
+    parser.add_argument(
+        "--format",
+        choices=[f.name for f in FORMATS.exporting],
+        help="the config to write (default: the format of the first --from config)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    parser.add_argument(
+        "--in-place", action="store_true", help="write the edit over the --from config itself"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="write a new config, not an edit of a --from one"
+    )
     add_plan_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from memtui.plans.formats import FORMATS
+    from memtui.plans.formats import FORMATS, spoken
 
     plan = plan_from_args(args)
-    text = FORMATS[args.format].export(plan)
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
+    origin = None if args.fresh else origin_of(args)
+    if origin is None and args.format is None:
+        raise UsageError(
+            "give --format "
+            f"({spoken(f.name for f in FORMATS.exporting)}): no --from file is a config "
+            "memtui writes"
+        )
+    if args.in_place and (origin is None or args.output is not None):
+        raise UsageError("--in-place edits the --from config: give one, and no -o")
+    target = None if args.output is None else Path(args.output)
+    if origin and target and target.expanduser().resolve() == origin.file.path:
+        raise UsageError(f"{shown(args.output)}: is the --from config; give --in-place to edit it")
+    if origin is None:
+        fmt, text = args.format, FORMATS[args.format].export(plan)
+    else:
+        written_to = origin.file.shown if args.in_place else args.output
+        fmt, text = origin.file.fmt.name, edited(origin, plan, written_to)
     from memtui.plans.files import write_new
 
-    inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
-    written = write_new(Path(args.output), text, args.force, inputs)
-    print(f"wrote {shown(written, LINE)} ({args.format} config for the {plan.stack.value} stack)")
+    if args.in_place:
+        assert origin is not None
+        written = write_new(origin.file.path, text, force=True)
+    elif target is None:
+        sys.stdout.write(text)
+        return 0
+    else:
+        inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
+        written = write_new(target, text, args.force, inputs)
+    print(f"wrote {shown(written, LINE)} ({fmt} config for the {plan.stack.value} stack)")
     return 0
+
+
+def origin_of(args: argparse.Namespace) -> Origin | None:
+    """The --from config the export edits (of --format, else the first config), with the
+    plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
+    from memtui.plans.roundtrip import Origin, config_file
+
+    if not getattr(args, "from_files", None):
+        return None
+    file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
+    if file is None:
+        return None
+    # every flag unset but --from: the plan the files say, as plan_and_import builds it
+    bare = argparse.Namespace(
+        **{**dict.fromkeys(vars(args)), "from_files": args.from_files, "plan": args.plan}
+    )
+    return Origin(file, plan_from_args(bare))
+
+
+def edited(origin: Origin, plan: Plan, output: str | None) -> str:
+    """`origin`'s file edited to say `plan`; the change printed on stderr as a diff."""
+    from memtui.plans.roundtrip import edit
+
+    change = edit(origin, plan)
+    name = shown(origin.file.shown, LINE)
+    for note in change.notes:
+        print(f"{name}: {shown(note, LINE)}", file=sys.stderr)
+    if not change.changed:
+        print(f"{name}: unchanged (the plan is the file's own)", file=sys.stderr)
+    for line in change.diff(origin.file.shown, output or "(stdout)"):
+        # the file's own text: a control character in it is shown escaped, never sent raw
+        # (a tab, harmless, as it is: tab-indented files stay readable)
+        sys.stderr.write("\t".join(shown(part, LINE) for part in line[:-1].split("\t")) + "\n")
+    return change.text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -22,6 +22,9 @@ from memtui.text import LINE, shown
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
+
+if TYPE_CHECKING:
+    from memtui.plans.roundtrip import Origin
 
 #: Used when no theme file could be loaded at all; memtui's variables get their defaults.
 FALLBACK_THEME = "textual-dark"
@@ -55,8 +58,10 @@ class MemtuiApp(App[None]):
         keymap: Mapping[str, str] | None,
         first_poll: FirstPoll | None,
         snapshot: Path | None = None,
+        origin: Origin | None = None,
     ) -> None:
         super().__init__()
+        self._origin = origin
         self._snapshot = snapshot
         self._plan = plan
         self.source = source
@@ -118,6 +123,7 @@ class MemtuiApp(App[None]):
             fit_to_devices=self._fit,
             save_path=self._save_path,
             first_poll=self._first_poll,
+            origin=self._origin,
         )
 
     def on_mount(self) -> None:
@@ -168,13 +174,15 @@ def make_app(
     keymap: Mapping[str, str] | None = None,
     first_poll: FirstPoll | None = None,
     snapshot: Path | None = None,
+    origin: Origin | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
     the first snapshot; `keymap` remaps binding ids to keys (e.g. {"strategy": "S"});
     `first_poll` is a poll of `source` already running (the CLI starts it before importing
     Textual), taken as the first snapshot; `snapshot` a PyTorch memory snapshot to open
-    over the dashboard (memtui/ui/snapshot_screen.py)."""
+    over the dashboard (memtui/ui/snapshot_screen.py); `origin` the user's config the plan
+    came from (`--from`), which the export key edits (memtui.plans.roundtrip)."""
     return MemtuiApp(
         plan,
         source,
@@ -187,4 +195,5 @@ def make_app(
         keymap=keymap,
         first_poll=first_poll,
         snapshot=snapshot,
+        origin=origin,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -62,6 +62,9 @@ from memtui.ui.widgets.process_table import ProcessTable, ProcessView
 from memtui.ui.widgets.settings_panel import SettingsPanel
 from memtui.ui.widgets.status_line import StatusLine, StatusView
 from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
+
+if TYPE_CHECKING:
+    from memtui.plans.roundtrip import Origin
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
@@ -142,8 +145,11 @@ class DashboardScreen(Screen[None]):
         fit_to_devices: frozenset[str] = frozenset(),
         save_path: Path | None = None,
         first_poll: FirstPoll | None = None,
+        origin: Origin | None = None,
     ) -> None:
         super().__init__()
+        self.origin = origin
+        """The user's config the plan came from (`--from`): `e` writes it edited."""
         self.source = source
         self.interval = interval
         self.plan_only_reason = plan_only_reason if source is None else None
@@ -356,7 +362,7 @@ class DashboardScreen(Screen[None]):
 
     def action_export_plan(self) -> None:
         """`e`: the plan as its stack's config, beside the save file, under a new name."""
-        export = export_of(self.plan)
+        export = export_of(self.plan, self.origin)
         if isinstance(export, Notice):
             self._show(export)
             return
@@ -375,6 +381,7 @@ class DashboardScreen(Screen[None]):
     @on(JobPlanned)
     def _on_job_planned(self, message: JobPlanned) -> None:
         if self._adopt(message.plan):
+            self.origin = None  # the plan is the job's now, not the --from file's
             self._show(self.jobs.attached(message.job, message.imported))
             self._push_telemetry()
 
