@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -39,6 +40,11 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     )
     for note in report.assumptions:
         console.print(f"[dim]assumed: {note}[/]")
+    versions = ", ".join(
+        f"{package.value} {version or 'current'} ({source})"
+        for package, version, source in plan.versions.assumed()
+    )
+    console.print(f"[dim]versions: {escape(versions)}[/]", highlight=False)
 
     terms = Table(title="Per-GPU budget", title_justify="left")
     terms.add_column("Term")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from memtui.estimator.choices import Strategy
 from memtui.estimator.frozen import Frozen
@@ -167,6 +167,13 @@ class Provenance(Frozen):
     """'file:key' (several, comma-separated, for a field decided from more than one)."""
 
 
+class VersionLine(Frozen):
+    """One framework's version in `--json` (None: not given and no release named)."""
+
+    version: str | None
+    source: str
+
+
 class EstimateDocument(Frozen):
     """What `memtui estimate --json` prints: one object, bytes as integers. README.md lists
     every key; scripts and CI gates read it, so keys are only ever added."""
@@ -202,6 +209,8 @@ class EstimateDocument(Frozen):
     """The plan's inputs (the model by name: its architecture is not repeated)."""
     provenance: tuple[Provenance, ...] = ()
     """With --from: each field the files decided and the file and key it came from."""
+    versions: dict[str, VersionLine] = Field(default_factory=dict)
+    """Each framework's version the stack's books followed, and where it came from."""
 
     @classmethod
     def of(
@@ -242,4 +251,8 @@ class EstimateDocument(Frozen):
             assumptions=report.assumptions + imported_assumptions,
             plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
             provenance=provenance,
+            versions={
+                package.value: VersionLine(version=version, source=source)
+                for package, version, source in plan.versions.assumed()
+            },
         )
