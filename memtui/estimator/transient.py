@@ -35,7 +35,9 @@ class Transient:
         """Bytes of the cleared gradients not alive at the step's peak: the peak is the
         larger of the loss's moment (activations and backward buffers, no gradients) and
         the optimizer step's (every gradient and the step's temporaries); backward's moments
-        in between hold a share of each, so they lie between the two."""
+        in between hold a share of each, so they lie between the two. At the step's peak the
+        activations term stays the loss's (the micro-batch search solves on it) and the
+        gradients term is the rest of what the step holds."""
         if not self.cleared:
             return 0
         at_step = self.cleared + self.step - activations - self.backward
