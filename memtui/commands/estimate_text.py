@@ -19,7 +19,11 @@ def _gb(n: int) -> str:
     return f"{n / GB:,.2f}"
 
 
-def print_report(plan: Plan, report: Report, console: Console | None = None) -> None:
+def print_report(
+    plan: Plan, report: Report, console: Console | None = None, why_stack: str = ""
+) -> None:
+    """The report as rich tables; `why_stack` is how the stack was chosen when the user named
+    none (`memtui.commands.default_stack`), said on the verdict line."""
     console = console or Console()
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture
@@ -74,7 +78,10 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     console.print(phases)
     verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
     peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
-    console.print(f"{verdict} (stack: {report.stack}): headroom {_gb(b.headroom)} GB per GPU{peak}")
+    how = f"; {escape(why_stack)}" if why_stack else ""
+    console.print(
+        f"{verdict} (stack: {report.stack}{how}): headroom {_gb(b.headroom)} GB per GPU{peak}"
+    )
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):

@@ -211,6 +211,9 @@ class EstimateDocument(Frozen):
     """With --from: each field the files decided and the file and key it came from."""
     versions: dict[str, VersionLine] = Field(default_factory=dict)
     """Each framework's version the stack's books followed, and where it came from."""
+    stack_choice: str = ""
+    """How the stack was chosen when the user named none (empty: named by a flag or the
+    job's files)."""
 
     @classmethod
     def of(
