@@ -371,6 +371,7 @@ class Outcome:
     stack: str
     predicted: int
     basis: str
+    method: str
 
     @property
     def error(self) -> float:
@@ -388,7 +389,7 @@ def predict(run: Run) -> Outcome:
         figure, basis = budget.total, "total"
     else:  # reserved, and the unknown metrics: the allocator's whole share
         figure, basis = budget.reserved, "reserved"
-    return Outcome(run, plan.stack.value, figure, basis)
+    return Outcome(run, plan.stack.value, figure, basis, plan.method.value)
 
 
 def _pct(x: float) -> str:

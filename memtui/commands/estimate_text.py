@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtui.estimator.report import Verdict
 from memtui.estimator.units import GB, format_count
 
 if TYPE_CHECKING:
@@ -76,12 +77,16 @@ def print_report(
             phase.name, _gb(phase.gpu_bytes), _gb(phase.cpu_bytes_per_node), phase.source
         )
     console.print(phases)
-    verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
+    colour = {Verdict.fits: "green", Verdict.may_not_fit: "yellow"}.get(b.verdict, "red")
+    verdict = f"[{colour}]{b.verdict.value}[/]"
     peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
     how = f"; {escape(why_stack)}" if why_stack else ""
     console.print(
         f"{verdict} (stack: {report.stack}{how}): headroom {_gb(b.headroom)} GB per GPU{peak}"
     )
+    if b.band is not None:
+        top = b.band.top(max(b.total, b.peak_bytes))
+        console.print(f"  {escape(str(b.band))}: up to {_gb(top)} GB per GPU", highlight=False)
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):
