@@ -101,6 +101,15 @@ FUSED_QV = (
     "LoRA on the whole fused query_key_value (lit-gpt adapts its q and v parts, and its "
     "zero_pad keeps their update for backward: memtui cannot express that split)"
 )
+TINYLLAMA_ACCUM = (
+    "tiny-llama/full.yaml (Lightning-AI/litgpt @089fc5c6c): global_batch_size 32, "
+    "micro_batch_size 4, devices 1: 8 micro-batches per optimizer step"
+)
+SHARDED_QLORA = (
+    "--no-kbit-upcast: TRL's SFTTrainer never calls prepare_model_for_kbit_training for QLoRA "
+    "+ FSDP / DS-Zero3 (its is_sharded_qlora branch: the 4-bit parameters are on cpu or meta "
+    "at init), so nothing is upcast to fp32"
+)
 PEFT_READ = "the doc's GPU memory is the process as the driver sees it (likely; not stated)"
 PEFT_BNB = "bitsandbytes of early 2024 (before 0.43.2): 4-bit linears kept their inputs"
 
@@ -236,8 +245,8 @@ RUNS: tuple[Run, ...] = (
         "| tiny-llama/full.yaml | tiny-llama | 1 | 512 | 4 | 1xA10G | 2.58 min | $0.1 | 14.10 GB |",
         "--stack litgpt --precision bf16 --method full --optimizer adamw --attention flash "
         "--gpus 1 --strategy ddp --checkpointing none --seq-len 512 --gpu-memory a10g "
-        "--model TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T --micro-batch 4",
-        14.10 * GB, "allocated"),
+        "--model TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T --micro-batch 4 "
+        "--grad-accum 8", 14.10 * GB, "allocated", notes=[TINYLLAMA_ACCUM]),
     Run("tt-readme-2404-llama2-7b-lora-1x4090", TT_README_2404,
         "| 1 x RTX 4090 | LoRA | lora_finetune_single_device | Llama-7B | 17.18 GB |",
         f"{TT_2404} --model meta-llama/Llama-2-7b-hf --method lora --lora-rank 8 "
@@ -336,17 +345,18 @@ RUNS: tuple[Run, ...] = (
     Run("peft-doc-fsdp-qlora-llama2-70b-2gpu", PEFT_FSDP,
         "When disabling CPU offloading, the GPU memory usage is  **35.6 GB/ GPU**.",
         f"--stack fsdp1 --method qlora {PEFT_70B} --gpus 2 --strategy fsdp --gpu-memory 80GB "
-        "--qlora-keeps-inputs", 35.6 * GB, "nvidia-smi", notes=[PEFT_READ, PEFT_BNB]),
+        "--qlora-keeps-inputs --no-kbit-upcast", 35.6 * GB, "nvidia-smi",
+        notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA]),
     Run("peft-doc-fsdp-qlora-llama2-70b-2gpu-cpuoffload", PEFT_FSDP,
         "In the above example, the memory consumed per GPU is **19.6 GB**",
         f"--stack fsdp1 --method qlora {PEFT_70B} --gpus 2 --strategy fsdp --offload params "
-        "--gpu-memory 24GB --qlora-keeps-inputs", 19.6 * GB, "nvidia-smi",
-        notes=[PEFT_READ, PEFT_BNB]),
+        "--gpu-memory 24GB --qlora-keeps-inputs --no-kbit-upcast", 19.6 * GB, "nvidia-smi",
+        notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA]),
     Run("peft-doc-dsz3-qlora-llama2-70b-2x40gb", PEFT_DS,
         "In the above example, the memory consumed per GPU is **36.6 GB**.",
         f"--stack deepspeed --method qlora {PEFT_70B} --gpus 2 --strategy zero3 "
-        "--gpu-memory a100-40gb --qlora-keeps-inputs", 36.6 * GB, "nvidia-smi",
-        notes=[PEFT_READ, PEFT_BNB]),
+        "--gpu-memory a100-40gb --qlora-keeps-inputs --no-kbit-upcast", 36.6 * GB,
+        "nvidia-smi", notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA]),
     Run("peft-doc-dsz3-lora-llama2-70b-8xh100", PEFT_DS,
         "In the above example, the memory consumed per GPU is 64 GB (80%)",
         f"--stack deepspeed --method lora {PEFT_70B.replace('--micro-batch 2', '--micro-batch 8')}"
@@ -361,6 +371,7 @@ class Outcome:
     stack: str
     predicted: int
     basis: str
+    method: str
 
     @property
     def error(self) -> float:
@@ -378,7 +389,7 @@ def predict(run: Run) -> Outcome:
         figure, basis = budget.total, "total"
     else:  # reserved, and the unknown metrics: the allocator's whole share
         figure, basis = budget.reserved, "reserved"
-    return Outcome(run, plan.stack.value, figure, basis)
+    return Outcome(run, plan.stack.value, figure, basis, plan.method.value)
 
 
 def _pct(x: float) -> str:

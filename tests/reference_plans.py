@@ -10,4 +10,8 @@ ANALYSIS_13B_FLAGS = (
     "80GB",
     "--overhead",
     "none",
+    # the textbook step the analyses state, named: without --stack the most demanding
+    # framework stack that runs the plan is chosen
+    "--stack",
+    "generic",
 )

@@ -26,7 +26,9 @@ def test_every_stack_has_its_record_and_reads_it() -> None:
 
 def test_fsdp1_runs_what_fsdp2_runs_under_its_own_name() -> None:
     one, two = CAPABILITIES[StackName.fsdp1], CAPABILITIES[StackName.fsdp2]
-    assert replace(one, name=two.name, label=two.label) == two
+    # and ShardingStrategy.NO_SHARD besides (ddp), which fully_shard has no equivalent of
+    assert one.strategies == (*two.strategies, Strategy.ddp)
+    assert replace(one, name=two.name, label=two.label, strategies=two.strategies) == two
     assert one.label == "FSDP1 (FullyShardedDataParallel)"
 
 

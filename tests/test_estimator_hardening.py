@@ -328,7 +328,7 @@ def test_offload_params_moves_the_whole_state_and_rules_out_unsharded_strategies
     # ZeRO-Infinity / FSDP CPUOffload: parameters, gradients and optimizer state in CPU RAM;
     # 7B bf16-mixed AdamW: 16 B/param = 112 GB of pinned state over 8 GPUs of a node.
     doc = run_json("--params", "7B", "--strategy", "zero3", "--offload", "params",
-                   "--overhead", "none")  # fmt: skip
+                   "--overhead", "none", "--stack", "generic")  # fmt: skip
     assert doc["per_gpu"]["static"] == 0
     assert doc["cpu_ram_per_node"] >= 112 * GB
     rows = doc["strategies"]
@@ -337,7 +337,8 @@ def test_offload_params_moves_the_whole_state_and_rules_out_unsharded_strategies
     }  # fmt: skip
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        main(["estimate", "--params", "7B", "--strategy", "zero3", "--offload", "params"])
+        main(["estimate", "--params", "7B", "--strategy", "zero3", "--offload", "params",
+              "--stack", "generic"])  # fmt: skip
     table = out.getvalue()
     ddp_row = next(line for line in table.splitlines() if line.startswith("│ ddp "))
     assert "n/a" in ddp_row and "yes" not in ddp_row and "no" not in ddp_row.split("│")[5]
@@ -362,7 +363,7 @@ LEVER_FLAGS = {
 
 def test_each_levers_saving_is_what_a_re_run_with_it_pulled_saves() -> None:
     base = ("--model", "meta-llama/Llama-3.2-1B", "--strategy", "zero2", "--micro-batch", "4",
-            "--seq-len", "4096", "--attention", "flash")  # fmt: skip
+            "--seq-len", "4096", "--attention", "flash", "--stack", "generic")  # fmt: skip
     doc = run_json(*base)
     before = doc["per_gpu"]["total"]
     pending = {lever["name"]: lever["saves_bytes"] for lever in doc["levers"]

@@ -212,7 +212,8 @@ def test_13b_analysis_through_the_cli_json():
 
 
 def test_rule_of_thumb_through_the_cli_json():
-    base = ("--gpus", "1", "--precision", "bf16", "--strategy", "ddp", "--overhead", "none")
+    base = ("--gpus", "1", "--precision", "bf16", "--strategy", "ddp", "--overhead", "none",
+            "--stack", "generic")  # fmt: skip
     assert run_json("--params", "7B", *base)["per_gpu"]["static"] == 84 * GB
     lora = run_json("--params", "1B", *base, "--method", "lora", "--lora-fraction", "2.5%")
     assert lora["per_gpu"]["static"] == 2_300_000_000
@@ -230,7 +231,8 @@ def test_13b_analysis_eight_bit_and_zero_table_through_the_cli_json():
     assert round(eight["bytes_per_param"]) == 10
     assert round(eight["strategies"]["ddp"]["per_gpu_static"] / GB) == 130
     assert round(eight["strategies"]["zero3"]["per_gpu_static"] / GB, 1) == 32.5
-    table = run_json("--params", "7.5B", "--gpus", "8", "--nodes", "8", "--overhead", "none")
+    table = run_json("--params", "7.5B", "--gpus", "8", "--nodes", "8", "--overhead", "none",
+                     "--stack", "generic")  # fmt: skip
     static = {k: v["per_gpu_static"] for k, v in table["strategies"].items()}
     assert (static["zero1"], static["zero2"], static["zero3"]) == (
         31_406_250_000,

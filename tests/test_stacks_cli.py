@@ -80,6 +80,9 @@ def test_text_output_names_the_stack_beside_the_verdict_and_marks_what_it_cannot
         "n/a (zero1, zero2, zero3, fsdp-shard-grad-op, hsdp): the litgpt stack runs ddp, fsdp"
         in (" ".join(out.stdout.split()))
     )
-    generic = memtui("estimate", "--gpus", "2")
+    generic = memtui("estimate", "--gpus", "2", "--stack", "generic")
     assert "(stack: generic)" in next(ln for ln in generic.stdout.splitlines() if "FIT" in ln)
     assert "n/a" not in generic.stdout  # the generic stack runs every strategy
+    # no --stack: the most demanding framework stack that runs the plan, said with why
+    chosen = " ".join(memtui("estimate", "--gpus", "2").stdout.split())
+    assert "(stack: FSDP1 (FullyShardedDataParallel); no --stack: the most demanding of" in chosen

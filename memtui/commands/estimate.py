@@ -28,14 +28,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memtui.commands.default_stack import choose
     from memtui.estimator import estimate
     from memtui.estimator.report import EstimateDocument
 
-    plan, imported = plan_and_import(args)
+    chosen = choose(args, *plan_and_import(args))
+    plan, imported = chosen.plan, chosen.imported
     report = estimate(plan)
     if args.json:
         sources = (imported.provenance, imported.assumptions, imported.ignored) if imported else ()
-        print(EstimateDocument.of(plan, report, *sources).model_dump_json(indent=2))
+        document = EstimateDocument.of(plan, report, *sources)
+        document = document.model_copy(update={"stack_choice": chosen.why})
+        print(document.model_dump_json(indent=2))
         return _verdict(args, report.budget.fits)
     from memtui.commands.estimate_text import print_report
 
@@ -43,7 +47,12 @@ def run(args: argparse.Namespace) -> int:
         from memtui.commands.import_text import print_imported
 
         print_imported(imported)
-    print_report(plan, report, gpu_assumption=imported.gpu_assumption if imported else None)
+    print_report(
+        plan,
+        report,
+        gpu_assumption=imported.gpu_assumption if imported else None,
+        why_stack=chosen.why,
+    )
     return _verdict(args, report.budget.fits)
 
 

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtui.estimator.report import Verdict
 from memtui.estimator.units import GB, format_count
 from memtui.text import LINE, shown
 
@@ -21,9 +22,15 @@ def _gb(n: int) -> str:
 
 
 def print_report(
-    plan: Plan, report: Report, console: Console | None = None, gpu_assumption: str | None = None
+    plan: Plan,
+    report: Report,
+    console: Console | None = None,
+    gpu_assumption: str | None = None,
+    why_stack: str = "",
 ) -> None:
-    """The report as text; `gpu_assumption`: the GPU count the verdict rests on, assumed."""
+    """The report as rich tables; `gpu_assumption`: the GPU count the verdict rests on,
+    assumed; `why_stack` is how the stack was chosen when the user named none
+    (`memtui.commands.default_stack`), said on the verdict line."""
     console = console or Console()
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture
@@ -44,6 +51,11 @@ def print_report(
     )
     for note in report.assumptions:
         console.print(Text(f"assumed: {shown(note, LINE)}", style="dim"))
+    versions = ", ".join(
+        f"{package.value} {version or 'current'} ({source})"
+        for package, version, source in plan.versions.assumed()
+    )
+    console.print(Text(f"versions: {shown(versions, LINE)}", style="dim"))
 
     terms = Table(title="Per-GPU budget", title_justify="left")
     terms.add_column("Term")
@@ -71,13 +83,18 @@ def print_report(
             phase.name, _gb(phase.gpu_bytes), _gb(phase.cpu_bytes_per_node), phase.source
         )
     console.print(phases)
-    verdict = "[green]FITS[/]" if b.fits else "[red]DOES NOT FIT[/]"
+    colour = {Verdict.fits: "green", Verdict.may_not_fit: "yellow"}.get(b.verdict, "red")
+    verdict = f"[{colour}]{b.verdict.value}[/]"
     peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
-    line = f"{verdict} (stack: {report.stack}): headroom {_gb(b.headroom)} GB per GPU{peak}"
+    how = f"; {escape(why_stack)}" if why_stack else ""
+    line = f"{verdict} (stack: {report.stack}{how}): headroom {_gb(b.headroom)} GB per GPU{peak}"
     if gpu_assumption:
         console.print(f"{line} [yellow]assumed: {escape(gpu_assumption)}[/]", soft_wrap=True)
     else:
         console.print(line)
+    if b.band is not None:
+        top = b.band.top(max(b.total, b.peak_bytes))
+        console.print(f"  {escape(str(b.band))}: up to {_gb(top)} GB per GPU", highlight=False)
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
     for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):

@@ -84,6 +84,40 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
+def _version(flag: str) -> Callable[[str], Any]:
+    """A framework's version given by `flag`, with that flag as where it came from."""
+
+    def parse(text: str) -> Any:
+        from memtui.estimator.versions import PackageVersion, release
+
+        try:
+            release(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return PackageVersion(version=text, source=f"flag {flag}")
+
+    return parse
+
+
+def installed_versions() -> dict[str, Any]:
+    """The frameworks installed in this Python environment (where the job runs, when memtui
+    runs there), as dotted plan fields: read from their distributions' metadata
+    (importlib.metadata), nothing imported."""
+    from importlib import metadata
+
+    from memtui.estimator.versions import Package, PackageVersion
+
+    found: dict[str, Any] = {}
+    for package in Package:
+        try:
+            version = metadata.version(package.value)
+        except metadata.PackageNotFoundError:
+            continue
+        source = "installed here (importlib.metadata)"
+        found[f"versions.{package.value}"] = PackageVersion(version=version, source=source)
+    return found
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -134,6 +168,13 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "flags given as well win over them",
     )
     groups = {group: parser.add_argument_group(group.value) for group in FlagGroup}
+    # not a field: it sets every version field the flags leave, from this environment
+    groups[FlagGroup.versions].add_argument(
+        "--installed-versions",
+        action="store_true",
+        help="the versions of torch, transformers, peft, trl, accelerate, bitsandbytes, "
+        "deepspeed and torchtune installed here (run memtui where the job runs)",
+    )
     for name, field, knob in knobs(Plan):
         group = groups[knob.group]
         if name in _WRITTEN_OUT:
@@ -158,6 +199,8 @@ def _flag_options(name: str, field: FieldInfo, knob: Knob) -> dict[str, Any]:
         Entry.probability: _probability,
         Entry.names: _names,
     }
+    if knob.entry is Entry.version and knob.flag is not None:
+        return {**options, "type": _version(knob.flag)}
     if knob.entry is not None:
         return {**options, "type": parsers[knob.entry]}
     kind = _value_type(field.annotation)
@@ -274,7 +317,7 @@ def _flag_layer(args: argparse.Namespace) -> PlanLayer:
     from memtui.estimator.precedence import PlanLayer
     from memtui.plans.hub import fetch_config
 
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = installed_versions() if args.installed_versions else {}
     for name, _, knob in knobs(Plan):
         value = getattr(args, _dest(knob.flag), None) if knob.flag else None
         if value is not None:

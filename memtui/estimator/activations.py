@@ -113,7 +113,14 @@ class Setup:
     """Chunks of a chunked cross-entropy (torchtune's num_output_chunks = 8)."""
     kept_logits_bytes: int = 0
     """Bytes per logit of output logits the training loop still holds during backward
-    (lit-gpt keeps its bf16 logit chunks referenced: 2)."""
+    (lit-gpt keeps its bf16 logit chunks referenced: 2; a loop that keeps the model output
+    of transformers before 4.46, its fp32 logits: 4; `memtui.estimator.loops`)."""
+    output_logits_bytes: int | None = None
+    """Bytes per logit of the logits the model returns, alive at the loss's forward; None:
+    the compute dtype (transformers before 4.46 upcast them in the model's forward: 4)."""
+    shifted_logits_copy: bool = False
+    """The loss takes a contiguous shifted copy of its upcast logits (`logits[..., :-1,
+    :].contiguous()`: transformers before 4.49), alive at its forward beside them."""
     loss_bytes: int = 4
     """Bytes per logit of the log-probs the loss keeps and of its gradient buffers: 4 when it
     upcasts the logits to fp32 (transformers' ForCausalLMLoss, torchtune's chunked losses),
@@ -870,9 +877,20 @@ def forward_logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_b
     loss's backward. The chunked and fused losses: `logits_bytes` (no smaller moment known)."""
     if setup.loss is not LossKind.full:
         return logits_bytes(arch, setup, seq_len, micro_batch)
-    upcast = setup.loss_bytes if setup.loss_bytes != setup.compute_bytes else 0
-    per_logit = setup.compute_bytes + upcast + setup.loss_bytes
-    return ceil_div(per_logit * seq_len * micro_batch * arch.vocab_size, setup.tp)
+    return ceil_div(_forward_per_logit(setup) * seq_len * micro_batch * arch.vocab_size, setup.tp)
+
+
+def _forward_per_logit(setup: Setup) -> int:
+    """Bytes per logit alive at the whole-logits loss's forward (nll_loss_forward): the model's
+    logits, their upcast to the loss's dtype when that differs, a shifted copy, the log-probs.
+    transformers 4.49+ ForCausalLMLoss (loss/loss_utils.py: pads the labels) 2 + 4 + 4 = 10;
+    4.46-4.48 (logits[..., :-1, :].contiguous() of the upcast) 2 + 4 + 4 + 4 = 14; up to
+    4.45 LlamaForCausalLM.forward upcasts the logits itself (logits.float()) and takes the
+    shifted copy: 4 + 4 + 4 = 12."""
+    output = setup.output_logits_bytes or setup.compute_bytes
+    upcast = setup.loss_bytes if setup.loss_bytes != output else 0
+    shifted = setup.loss_bytes if setup.shifted_logits_copy else 0
+    return output + upcast + shifted + setup.loss_bytes
 
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
@@ -887,8 +905,12 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
         chunk_buffers = CHUNKED_GRADIENT_BUFFERS * setup.loss_bytes + setup.compute_bytes
         total = setup.loss_bytes * logits + chunk_buffers * per_chunk
     else:
-        total = setup.loss_bytes * LOSS_BUFFERS_AT_PEAK * logits
-    total += setup.kept_logits_bytes * logits
+        # the backward's buffers and the logits the loop keeps, or the forward's when more
+        # (transformers 4.46-4.48's shifted copy: 14 B per logit at nll_loss_forward)
+        backward = setup.loss_bytes * LOSS_BUFFERS_AT_PEAK + setup.kept_logits_bytes
+        total = max(backward, _forward_per_logit(setup)) * logits
+    if setup.loss is not LossKind.full:
+        total += setup.kept_logits_bytes * logits
     if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
         total += setup.compute_bytes * logits
     return ceil_div(total, setup.tp)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.communication import communication
+from memtui.estimator.error_band import band_for
 from memtui.estimator.levers import levers
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.phases import PhasePeak, phases
@@ -22,6 +23,7 @@ from memtui.estimator.report import (
     RuntimeLine,
     StrategyRow,
     Term,
+    Verdict,
 )
 from memtui.estimator.stacks import Breakdown, stack_for
 from memtui.estimator.strategies import offload_runs
@@ -70,6 +72,13 @@ def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     sources = stack_for(plan).sources(plan, t)
     capacity = plan.hardware.gpu_memory
     total = t.total
+    peak_total = max(total, peak.gpu_bytes)
+    band = band_for(plan.stack, plan.method)
+    top = band.top(peak_total) if band is not None else peak_total
+    if peak_total > capacity:
+        verdict = Verdict.does_not_fit
+    else:
+        verdict = Verdict.fits if top <= capacity else Verdict.may_not_fit
     return Budget(
         terms=tuple(
             Term(key=kind, bytes=t.terms[kind], source=sources.get(kind, kind.source))
@@ -86,6 +95,8 @@ def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
         cpu_ram=t.cpu_bytes,
         peak_phase=peak.name,
         peak_bytes=peak.gpu_bytes,
+        band=band,
+        verdict=verdict,
     )
 
 

@@ -201,7 +201,14 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
         ),
         _FSDP2,
         # FullyShardedDataParallel through accelerate runs what fully_shard does
-        replace(_FSDP2, name=StackName.fsdp1, label="FSDP1 (FullyShardedDataParallel)"),
+        # FullyShardedDataParallel through accelerate runs what fully_shard does, and
+        # ShardingStrategy.NO_SHARD (ddp: nothing sharded, each unit cast to bf16 in turn)
+        replace(
+            _FSDP2,
+            name=StackName.fsdp1,
+            label="FSDP1 (FullyShardedDataParallel)",
+            strategies=(*_FSDP2.strategies, Strategy.ddp),
+        ),
         StackCapabilities(
             name=StackName.torchtune,
             label="torchtune",

@@ -66,6 +66,15 @@ class StackName(Choice):
     litgpt = "litgpt"  # Lightning's LitGPT (lit-gpt): Fabric, its own model code
 
 
+class Loop(Choice):
+    auto = "auto"  # the stack's own loop (memtui.estimator.loops.LOOP_OF)
+    trainer = "trainer"  # Transformers' Trainer.training_step
+    accelerate = "accelerate"  # accelerate's examples: output = model(**batch); backward
+    custom = "custom"  # a hand-written loop: its choices are flags (--loop-keeps-output)
+    torchtune = "torchtune"  # torchtune's recipes' train()
+    litgpt = "litgpt"  # LitGPT's fit()
+
+
 class LossKind(Choice):
     full = "full"  # logits materialised whole, then cross-entropy (transformers' ForCausalLMLoss)
     chunked = "chunked"  # cross-entropy over chunks of the logits (torchtune, lit-gpt)

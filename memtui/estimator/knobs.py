@@ -32,6 +32,7 @@ class FlagGroup(Enum):
     activations = "activations"
     deepspeed = "DeepSpeed ZeRO (--stack deepspeed; default: Trainer's auto)"
     overhead = "runtime overhead"
+    versions = "framework versions (default: the releases the stacks were read from)"
 
 
 class Entry(Enum):
@@ -48,6 +49,8 @@ class Entry(Enum):
     """At least 0 and below 1."""
     names = "names"
     """Comma-separated names: lm_head,embed_tokens."""
+    version = "version"
+    """A release: 4.48.1 (a local suffix such as +cu121 is kept)."""
 
 
 POWERS_OF_TWO = tuple(2**k for k in range(21))

@@ -17,6 +17,7 @@ from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    Loop,
     LossKind,
     Method,
     Offload,
@@ -29,8 +30,10 @@ from memtui.estimator.choices import (
 )
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.knobs import POWERS_OF_TWO, Entry, FlagGroup, Knob
+from memtui.estimator.loops import loop_for
 from memtui.estimator.strategies import offload_runs
 from memtui.estimator.units import GiB
+from memtui.estimator.versions import Versions
 
 MAX_PARAMETERS = 10**14
 """The most parameters a plan may have: some 50x the largest published models (Switch-C 1.6T,
@@ -431,6 +434,29 @@ class Plan(Frozen):
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)."""
     deepspeed: DeepSpeedSettings = DeepSpeedSettings()
     """ZeRO's buffer sizes (the deepspeed stack)."""
+    versions: Versions = Versions()
+    """The frameworks' versions the plan is for: the stacks follow their code."""
+    loop: Annotated[
+        Loop,
+        Knob(
+            FlagGroup.stack,
+            "--loop",
+            "the training loop around the model: what it keeps alive through backward "
+            "(auto: the stack's own; custom: a hand-written loop, see --loop-keeps-output)",
+        ),
+    ] = Loop.auto
+    """The loop that runs the step (`memtui.estimator.loops`)."""
+    loop_keeps_output: Annotated[
+        bool,
+        Knob(
+            FlagGroup.stack,
+            "--loop-keeps-output",
+            "--loop custom: the loop holds the model output until after backward and the "
+            "optimizer step (output = model(**batch); loss = output.loss)",
+        ),
+    ] = True
+    """A custom loop keeps the model's output (its logits) referenced through backward, as
+    hand-written loops that read `output.loss` do (the default: not optimistic)."""
 
     @model_validator(mode="after")
     def _check(self) -> Plan:
@@ -487,6 +513,7 @@ class Plan(Frozen):
                 "checkpointing full"
             )
         CAPABILITIES[self.stack].check(self)
+        loop_for(self.stack, self.loop)
         return self
 
     @property

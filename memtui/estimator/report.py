@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from memtui.estimator.choices import Strategy
+from memtui.estimator.error_band import ErrorBand
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.terms import TermKind
 
@@ -28,6 +30,17 @@ class Term(Frozen):
     def label(self) -> str:
         """What a person reads: 'Optimizer states'."""
         return self.key.label
+
+
+class Verdict(str, Enum):
+    """The answer to "will it fit", with the published runs' error band around the figure."""
+
+    fits = "FITS"
+    """The top of the band fits: even the most under-predicted published run of this kind
+    would fit."""
+    may_not_fit = "MAY NOT FIT"
+    """The figure fits, the top of the band does not."""
+    does_not_fit = "DOES NOT FIT"
 
 
 class Budget(Frozen):
@@ -58,6 +71,11 @@ class Budget(Frozen):
     """The phase with the largest GPU peak (the verdict's)."""
     peak_bytes: int = 0
     """That phase's GPU bytes (the training step's `total` unless another phase is larger)."""
+    band: ErrorBand | None = None
+    """How far published runs of this kind were from memtui's figure (`memtui.estimator.
+    error_band`)."""
+    verdict: Verdict = Verdict.does_not_fit
+    """FITS only when the top of the band fits, MAY NOT FIT when the card falls inside it."""
 
     def term(self, key: TermKind | str) -> int:
         """Bytes of the term `key`; a string that names no term raises ValueError (a
@@ -167,6 +185,13 @@ class Provenance(Frozen):
     """'file:key' (several, comma-separated, for a field decided from more than one)."""
 
 
+class VersionLine(Frozen):
+    """One framework's version in `--json` (None: not given and no release named)."""
+
+    version: str | None
+    source: str
+
+
 class EstimateDocument(Frozen):
     """What `memtui estimate --json` prints: one object, bytes as integers. README.md lists
     every key; scripts and CI gates read it, so keys are only ever added."""
@@ -204,6 +229,15 @@ class EstimateDocument(Frozen):
     """With --from: each field the files decided and the file and key it came from."""
     ignored: tuple[str, ...] = ()
     """With --from: the files' memory settings memtui does not size, and what it did instead."""
+    versions: dict[str, VersionLine] = Field(default_factory=dict)
+    """Each framework's version the stack's books followed, and where it came from."""
+    verdict: Verdict = Verdict.does_not_fit
+    """FITS, MAY NOT FIT (the card falls inside the band) or DOES NOT FIT."""
+    band: ErrorBand | None = None
+    """The published runs' residuals around the figure: low, high, n, runs_of."""
+    stack_choice: str = ""
+    """How the stack was chosen when the user named none (empty: named by a flag or the
+    job's files)."""
 
     @classmethod
     def of(
@@ -246,4 +280,10 @@ class EstimateDocument(Frozen):
             plan=plan.model_dump(mode="json", exclude={"model": {"architecture"}}),
             provenance=provenance,
             ignored=ignored,
+            verdict=budget.verdict,
+            band=budget.band,
+            versions={
+                package.value: VersionLine(version=version, source=source)
+                for package, version, source in plan.versions.assumed()
+            },
         )

@@ -175,7 +175,8 @@ class TermKind(str, metaclass=_Registry):
         dark="#af87ff",
         light="#7040c0",
         source="one gradient per trainable parameter (memtui.estimator.state.gradient_bytes)",
-        bytes=lambda b: b.state.gradients,
+        # those alive at the step's peak (a loop clears them between steps: Transient.cleared)
+        bytes=lambda b: b.state.gradients - b.transient.absent_gradients(b.activations + b.logits),
         static=True,
     )
     master_weights = Declaration(

@@ -35,6 +35,7 @@ from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
+from memtui.estimator.stacks.hf_model import transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -84,6 +85,9 @@ class DeepSpeedStack(BookStack):
     """DeepSpeed ZeRO in bf16 (bf16: {enabled: true}), through Transformers or accelerate."""
 
     name = StackName.deepspeed
+    # the engine owns its gradient partitions (runtime/zero/stage_1_and_2.py,
+    # stage3.py), not read for when they are freed: counted through the step
+    clears_gradients = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -108,7 +112,7 @@ class DeepSpeedStack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         # everything bf16 (the engine cast it): the adapters share their inputs
-        return one_dtype_setup(plan, BF16)
+        return transformers_model(plan, one_dtype_setup(plan, BF16))
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

@@ -16,6 +16,10 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
 - accelerate passes limit_all_gathers=True, so at most two all-gathers are in flight
   (_limiter_utils.py _FreeEventQueue: _max_num_inflight_all_gathers = 2): the running unit
   and one more, plus the root unit (embeddings, final norm, lm_head) that stays gathered.
+- ShardingStrategy.NO_SHARD (memtui's ddp strategy here): FlatParamHandle shards nothing
+  (uses_sharded_strategy is False), every rank keeps the whole fp32 model, gradients and
+  moments; under MixedPrecision the unit's low-precision copy (_mp_shard) is its unsharded
+  parameter, made at unshard and freed at reshard (post_reshard), one unit at a time.
 - Under gradient accumulation accelerate runs FSDP's no_sync (Accelerator.no_sync), which
   accumulates the full model's unsharded gradients in the param dtype until the last
   micro-batch (FullyShardedDataParallel.no_sync: "FSDP will accumulate the full model
@@ -43,7 +47,11 @@ class Fsdp1Stack(Fsdp2Stack):
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
         compute = plan.precision.activation_bytes  # param_dtype = reduce_dtype under accelerate
-        backward, detail = unit_buffers(plan, strategy, state, self.units_in_flight, compute)
+        # NO_SHARD (ddp) keeps the whole fp32 model on every rank, but casts it to
+        # param_dtype one unit at a time as FULL_SHARD gathers it: the unit's bf16 _mp_shard
+        # is its unsharded parameter, freed at reshard (_flat_param.py post_reshard)
+        units = Strategy.fsdp if strategy is Strategy.ddp else strategy
+        backward, detail = unit_buffers(plan, units, state, self.units_in_flight, compute)
         persistent = 0
         if plan.grad_accum > 1 and plan.hardware.gpus > 1:  # no_sync: unsharded gradients
             persistent = round(compute * state.trainable / plan.tp)

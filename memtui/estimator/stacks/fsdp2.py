@@ -50,6 +50,7 @@ from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
+from memtui.estimator.stacks.hf_model import transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -175,7 +176,7 @@ class Fsdp2Stack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         # adapters are gathered in param_dtype with the rest: they share their inputs
-        return one_dtype_setup(plan, plan.precision.activation_bytes)
+        return transformers_model(plan, one_dtype_setup(plan, plan.precision.activation_bytes))
 
     def static_state(self, plan: Plan, strategy: Strategy) -> StaticState:
         # parameters rest sharded under SHARD_GRAD_OP too (fully_shard's

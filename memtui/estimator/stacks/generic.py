@@ -15,6 +15,7 @@ from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
+from memtui.estimator.stacks.hf_model import transformers_model
 from memtui.estimator.state import Layout, StaticState, TrainableTensor, generic_layout
 from memtui.estimator.terms import TermKind
 from memtui.estimator.transient import Transient, transient
@@ -85,6 +86,7 @@ class GenericStack(BookStack):
     the framework the strategy names."""
 
     name = StackName.generic
+    clears_gradients = False  # the textbook step (the reference analyses) holds them
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -92,7 +94,7 @@ class GenericStack(BookStack):
         return generic_layout(plan, tensors)
 
     def setup(self, plan: Plan) -> Setup:
-        return activation_setup(plan)
+        return transformers_model(plan, activation_setup(plan))
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
@@ -112,7 +114,8 @@ class GenericStack(BookStack):
         return {
             TermKind.weights: f"{plan.precision.value} weights, {_METHOD_TEXT[plan.method]}; "
             f"{sharded} (ZeRO paper sec. 5)",
-            TermKind.gradients: f"{s.trainable:,} trainable parameters; {sharded}",
+            TermKind.gradients: f"{s.trainable:,} trainable parameters; {sharded}"
+            + _cleared_text(breakdown),
             TermKind.master_weights: "fp32 copy, 4 B/trainable param (mixed precision, "
             "Micikevicius et al. 2018)",
             TermKind.optimizer_states: f"{plan.optimizer.value}, "
@@ -124,6 +127,18 @@ class GenericStack(BookStack):
             TermKind.transient: breakdown.transient.detail,
             TermKind.overhead: _runtime_text(breakdown),
         }
+
+
+def _cleared_text(breakdown: Breakdown) -> str:
+    cleared = breakdown.transient.cleared
+    if not cleared:
+        return ""
+    alive = breakdown.terms[TermKind.gradients]
+    return (
+        f"; {alive / 1e9:.2f} of {cleared / 1e9:.2f} GB alive at the peak: the loop sets them "
+        "to None after each step (zero_grad(set_to_none=True), torch >= 2.0), so the forward "
+        "and the loss run without them and the optimizer step holds them all"
+    )
 
 
 def _loss_text(plan: Plan) -> str:

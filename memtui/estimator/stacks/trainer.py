@@ -41,6 +41,7 @@ from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, activation_setup
+from memtui.estimator.stacks.hf_model import transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -112,7 +113,7 @@ class TrainerStack(BookStack):
             plan.method is Method.qlora and plan.qlora_upcast
         )
         arch = plan.model.architecture
-        return replace(
+        own = replace(
             activation_setup(plan),
             compute_bytes=2 if autocast else 4,
             residual_bytes=4 if fp32_stream or not autocast else 2,
@@ -126,6 +127,7 @@ class TrainerStack(BookStack):
             adapter_output_bytes=2 if autocast else 4,
             batch_labels=True,
         )
+        return transformers_model(plan, own)
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

@@ -1,0 +1,81 @@
+"""The stack of a plan whose user named none: chosen by a stated rule, never the textbook step.
+
+The rule, first that applies: the job's files name the stack (`--from`: the plan's own import
+decides it); with `--installed-versions` (memtui runs where the job runs), the stacks whose
+framework is installed here; otherwise every stack that runs a framework. Of those, the one
+that can run the plan as it is (its strategy, precision, loss and offload, memtui's defaults
+included: nothing is adapted) and needs the most memory per GPU: so an estimate without
+`--stack` is never the optimistic one. The generic stack (memtui's textbook step, the
+reference analyses) is chosen only by name, or when no framework's stack can run the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from memtui.estimator.choices import StackName
+from memtui.estimator.units import GB
+
+if TYPE_CHECKING:
+    from memtui.estimator.plan import Plan
+    from memtui.plans.imports import Imported
+
+FRAMEWORKS: dict[StackName, tuple[str, ...]] = {
+    StackName.trainer: ("transformers", "accelerate"),
+    StackName.deepspeed: ("transformers", "deepspeed"),
+    StackName.fsdp2: ("transformers", "accelerate", "torch"),
+    StackName.fsdp1: ("transformers", "accelerate", "torch"),
+    StackName.torchtune: ("torchtune",),
+    StackName.litgpt: ("litgpt",),
+}
+"""The distributions each framework stack needs installed (by their metadata names)."""
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The plan with the stack the rule chose, and the rule's reason (empty: named)."""
+
+    plan: Plan
+    imported: Imported | None
+    why: str = ""
+
+
+def _installed(names: tuple[str, ...]) -> bool:
+    try:
+        return all(metadata.version(name) for name in names)
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> Chosen:
+    """`plan` as is when its stack was named (a flag, the job's files), else `plan` under
+    the stack the rule chooses."""
+    from memtui.estimator.budget import per_gpu_total
+
+    if args.stack is not None or imported is not None:
+        return Chosen(plan, imported)
+    stacks = list(FRAMEWORKS)
+    where = "the framework stacks"
+    if args.installed_versions:
+        stacks = [s for s in stacks if _installed(FRAMEWORKS[s])]
+        where = "the stacks whose framework is installed here"
+    runs: list[tuple[int, StackName, Plan]] = []
+    for stack in stacks:
+        try:
+            candidate = plan.evolve(stack=stack)
+        except ValueError:  # PlanError, or pydantic's ValidationError: it cannot run it
+            continue
+        runs.append((per_gpu_total(candidate), stack, candidate))
+    if not runs:
+        why = f"no --stack, and none of {where} can run this plan: memtui's generic step"
+        return Chosen(plan, None, why)
+    chosen = max(runs, key=lambda run: run[0])[2]
+    others = ", ".join(f"{s.value} {t / GB:.1f}" for t, s, _ in sorted(runs, reverse=True))
+    why = (
+        f"no --stack: the most demanding of {where} that run this plan "
+        f"(GB per GPU: {others}); name one with --stack"
+    )
+    return Chosen(chosen, None, why)
