@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from memtui.estimator.objectives import OBJECTIVE_TERMS, objective_line, spec_of
 from memtui.estimator.units import GB, format_count
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
             f"each); stack: {report.stack}"
         )
     )
+    if plan.objective.value != "sft":
+        console.print(f"objective {plan.objective.value}: {objective_line(plan)}")
     console.print(
         f"micro-batch {plan.micro_batch} x seq {plan.seq_len} x accum {plan.grad_accum}, "
         f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}, "
@@ -45,7 +48,8 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     terms.add_column("GB", justify="right")
     terms.add_column("Source", overflow="fold")
     for t in b.terms:
-        terms.add_row(t.label, _gb(t.bytes), t.source)
+        if t.bytes or t.key.value not in OBJECTIVE_TERMS:  # an objective's unused models: off
+            terms.add_row(t.label, _gb(t.bytes), t.source)
     terms.add_row(
         "[bold]Total[/]",
         f"[bold]{_gb(b.total)}[/]",
@@ -54,6 +58,12 @@ def print_report(plan: Plan, report: Report, console: Console | None = None) -> 
     )
     terms.add_row("Capacity", _gb(b.capacity), hw.gpu_name)
     console.print(terms)
+    if spec_of(plan).online:
+        generator = b.term("generator")
+        console.print(
+            f"Trainer's share {_gb(b.total - generator)} GB, generator's share {_gb(generator)} "
+            f"GB per GPU during the training step (vLLM: {plan.vllm_mode.value})"
+        )
     console.print(
         "Runtime overhead: "
         + ", ".join(f"{r.name} {_gb(r.bytes)} GB ({r.where})" for r in report.runtime if r.bytes)

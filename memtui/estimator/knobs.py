@@ -32,6 +32,7 @@ class FlagGroup(Enum):
     activations = "activations"
     deepspeed = "DeepSpeed ZeRO (--stack deepspeed; default: Trainer's auto)"
     overhead = "runtime overhead"
+    objective = "objective (preference and RL fine-tuning)"
 
 
 class Entry(Enum):
