@@ -45,16 +45,78 @@ Read from TRL 1.16.0 (trl/trainer/*.py) and vLLM:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memtui.errors import PlanError
-from memtui.estimator.choices import Method, Objective, RefModel, StackName, VllmMode
+from memtui.estimator.choices import (
+    Method,
+    Objective,
+    Precision,
+    RefModel,
+    StackName,
+    VllmMode,
+)
 from memtui.estimator.units import ceil_div
 
 if TYPE_CHECKING:
     from memtui.estimator.activations import Setup
     from memtui.estimator.architecture import Architecture
-    from memtui.estimator.plan import Plan
+
+
+class _Card(Protocol):
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def gpu_memory(self) -> int: ...
+
+
+class _Model(Protocol):
+    @property
+    def architecture(self) -> Architecture: ...
+
+
+class Plan(Protocol):
+    """The fields of a plan the objective's books read (`memtui.estimator.plan.Plan`, which
+    calls `check_objective`: a protocol, not an import)."""
+
+    @property
+    def model(self) -> _Model: ...
+    @property
+    def hardware(self) -> _Card: ...
+    @property
+    def objective(self) -> Objective: ...
+    @property
+    def ref_model(self) -> RefModel: ...
+    @property
+    def method(self) -> Method: ...
+    @property
+    def precision(self) -> Precision: ...
+    @property
+    def stack(self) -> StackName: ...
+    @property
+    def beta(self) -> float | None: ...
+    @property
+    def precompute_ref_log_probs(self) -> bool: ...
+    @property
+    def micro_batch(self) -> int: ...
+    @property
+    def grad_accum(self) -> int: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def num_generations(self) -> int: ...
+    @property
+    def max_prompt_length(self) -> int: ...
+    @property
+    def max_completion_length(self) -> int: ...
+    @property
+    def vllm_mode(self) -> VllmMode: ...
+    @property
+    def vllm_gpu_memory_utilization(self) -> float: ...
+    @property
+    def vllm_sleep_mode(self) -> bool: ...
 
 
 @dataclass(frozen=True)
