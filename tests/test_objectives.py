@@ -12,6 +12,7 @@ import pytest
 from memtui.errors import PlanError
 from memtui.estimator import (
     Hardware,
+    LossKind,
     Method,
     OverheadSettings,
     Plan,
@@ -71,7 +72,7 @@ def test_sft_holds_no_objective_term_and_no_generation_phase() -> None:
 
 
 def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
-    dpo = terms(plan(objective=Objective.dpo, micro_batch=2))
+    dpo = terms(plan(objective=Objective.dpo, micro_batch=2, loss=LossKind.fused))
     # DPOTrainer loads the reference in the policy's dtype (bf16: 2 bytes a parameter)
     assert dpo[TermKind.reference_model] == 2 * P
     # DataCollatorForPreference: [chosen; rejected], 2b sequences through the same layers
@@ -85,6 +86,9 @@ def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
     n = 4 * 1023
     fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * VOCAB + 16 * n + 4 * VOCAB * H
     assert dpo[TermKind.logits] == fused < terms(plan(micro_batch=4))[TermKind.logits]
+    # with the full loss (LLaMA-Factory's concatenated_forward): the whole logits of 2b rows
+    full = terms(plan(objective=Objective.dpo, micro_batch=2))
+    assert full[TermKind.logits] == terms(plan(micro_batch=4))[TermKind.logits]
 
 
 def test_the_reference_is_sharded_like_the_weights() -> None:
@@ -190,7 +194,7 @@ def test_ppo_trains_a_value_model_beside_a_frozen_reward_model() -> None:
     [
         ({"objective": Objective.dpo, "ref_model": RefModel.adapter_disabled}, "needs LoRA"),
         ({"objective": Objective.orpo, "ref_model": RefModel.copy}, "keeps no reference"),
-        ({"objective": Objective.grpo, "precompute_ref_log_probs": True}, "offline objective"),
+        ({"objective": Objective.grpo, "precompute_ref_log_probs": True}, "for offline objectives"),
         ({"objective": Objective.grpo, "num_generations": 3}, "divisible by num_generations"),
     ],
 )

@@ -28,7 +28,8 @@ Read from TRL 1.16.0 (trl/trainer/*.py) and vLLM:
 - PPO and RLOO: policy, reference and a frozen reward model; PPO trains a value model beside
   the policy (one optimizer over both). Both are taken to have the policy's architecture.
 - The log-probs of the preference and online losses (DPOTrainer, GRPOTrainer
-  `_get_per_token_logps_and_entropies`) go through TRL's fused LM head
+  `_get_per_token_logps_and_entropies`) go through TRL's fused LM head (memtui's fused loss
+  on the trainer stack; the full loss stands for the trainers that take whole logits)
   (trl/trainer/utils.py add_fused_lm_head, trl/kernels/chunked_logprob.py
   ChunkedLogProbFunction): the b x s x V logits are never whole, the head runs on tiles of
   4096 tokens x 32768 vocabulary rows and its backward accumulates fp32 gradients.
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memtui.errors import PlanError
 from memtui.estimator.choices import (
+    LossKind,
     Method,
     Objective,
     Precision,
@@ -93,6 +95,8 @@ class Plan(Protocol):
     def precision(self) -> Precision: ...
     @property
     def stack(self) -> StackName: ...
+    @property
+    def loss(self) -> LossKind: ...
     @property
     def beta(self) -> float | None: ...
     @property
@@ -205,10 +209,11 @@ def check_objective(plan: Plan) -> None:
         )
     if plan.ref_model in (RefModel.copy, RefModel.adapter_disabled) and not spec.reference:
         raise PlanError(f"--objective {plan.objective.value} keeps no reference model")
-    if plan.precompute_ref_log_probs and (not spec.reference or spec.online):
+    if plan.precompute_ref_log_probs and spec.online:
+        # an objective without a reference has nothing to precompute: the setting is moot
         raise PlanError(
-            "--precompute-ref-log-probs needs an offline objective with a reference (dpo, "
-            "ipo, kto): online RL scores completions generated during training"
+            "--precompute-ref-log-probs is for offline objectives (dpo, ipo, kto): online RL "
+            "scores completions generated during training"
         )
     if spec.online:
         # GRPOConfig.__post_init__: the generation batch splits into groups of num_generations
@@ -238,13 +243,15 @@ def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int
     """The loss head's peak bytes where the objective changes it (None: the stack's logits).
 
     Reward: the score head's b x s x 1 outputs and the loss's fp32 buffers on them.
-    TRL's fused LM head (trainer stack): the hidden states it keeps (a copy of the shifted
+    TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's own trainers;
+    LLaMA-Factory's CustomDPOTrainer.concatenated_forward and older TRL take the whole fp32
+    logits, the full loss's buffers for 2b rows): the hidden states it keeps (a copy of the shifted
     last hidden state), its fp32 gradient, one tile in the compute dtype, the fp32 per-token
     statistics and, when the lm_head trains, its fp32 gradient accumulator."""
     spec = spec_of(plan)
     if spec.classification:
         return ceil_div(3 * 4 * REWARD_LABELS * rows * seq, setup.tp)
-    if not spec.log_probs or plan.stack is not StackName.trainer:
+    if not spec.log_probs or plan.stack is not StackName.trainer or plan.loss is not LossKind.fused:
         return None
     tokens = rows * max(1, seq - 1)
     h = arch.hidden_size
@@ -352,7 +359,7 @@ def objective_sources(plan: Plan, goal: ObjectiveBytes) -> dict[str, str]:
     }
     if spec.classification:
         out["logits"] = f"score head: {rows} x {seq} x {REWARD_LABELS} scores, no vocabulary logits"
-    elif spec.log_probs and plan.stack is StackName.trainer:
+    elif spec.log_probs and plan.stack is StackName.trainer and plan.loss is LossKind.fused:
         out["logits"] = "TRL's fused LM head: tiles of the logits, fp32 hidden-state gradient"
     if spec.value_model:
         out["value_model"] = "PPO's value model, the policy's architecture, trained like it"
