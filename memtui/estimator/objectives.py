@@ -25,8 +25,11 @@ Read from TRL 1.16.0 (trl/trainer/*.py) and vLLM:
   .__post_init__: generation_batch_size = per_device x processes x steps_per_generation,
   steps_per_generation defaulting to gradient_accumulation_steps) and buffers them for the
   steps that train on them.
-- PPO and RLOO: policy, reference and a frozen reward model; PPO trains a value model beside
-  the policy (one optimizer over both). Both are taken to have the policy's architecture.
+- RLOO (RLOOTrainer): GRPO's books, beta 0.05 by default. Reward functions that name a model
+  (both trainers load it as AutoModelForSequenceClassification) are not counted.
+- PPO (trl/experimental PPOTrainer): policy, reference and a frozen reward model, and a value
+  model trained beside the policy (one optimizer over both), each taken to have the policy's
+  architecture.
 - The log-probs of the preference and online losses (DPOTrainer, GRPOTrainer
   `_get_per_token_logps_and_entropies`) go through TRL's fused LM head (memtui's fused loss
   on the trainer stack; the full loss stands for the trainers that take whole logits)
@@ -155,12 +158,13 @@ SPECS: dict[Objective, ObjectiveSpec] = {
     Objective.ppo: ObjectiveSpec(
         reference=True, online=True, value_model=True, reward_model=True, log_probs=True
     ),
-    Objective.rloo: ObjectiveSpec(reference=True, online=True, reward_model=True, log_probs=True),
+    Objective.rloo: ObjectiveSpec(reference=True, online=True, log_probs=True),
     Objective.grpo: ObjectiveSpec(reference=True, online=True, log_probs=True),
 }
 
-GRPO_BETA = 0.0
-"""GRPOConfig.beta's default in TRL 1.16 (trl/trainer/grpo_config.py)."""
+DEFAULT_BETA = {Objective.grpo: 0.0, Objective.rloo: 0.05}
+"""The KL coefficient's defaults in TRL 1.16 (trl/trainer/grpo_config.py GRPOConfig.beta,
+rloo_config.py RLOOConfig.beta); DPOConfig.beta and the others' 0.1."""
 REWARD_LABELS = 1
 """RewardTrainer's num_labels: one score per sequence."""
 FUSED_TOKEN_CHUNK = 4096
@@ -174,10 +178,10 @@ def spec_of(plan: Plan) -> ObjectiveSpec:
 
 
 def beta_of(plan: Plan) -> float:
-    """The KL coefficient the trainer runs with (GRPO's default 0.0; DPO's 0.1)."""
+    """The KL coefficient the trainer runs with (GRPO's default 0.0, RLOO's 0.05, DPO's 0.1)."""
     if plan.beta is not None:
         return plan.beta
-    return GRPO_BETA if plan.objective is Objective.grpo else 0.1
+    return DEFAULT_BETA.get(plan.objective, 0.1)
 
 
 def keeps_reference(plan: Plan) -> bool:
@@ -185,8 +189,8 @@ def keeps_reference(plan: Plan) -> bool:
     spec = spec_of(plan)
     if not spec.reference or plan.ref_model is RefModel.none:
         return False
-    if plan.objective is Objective.grpo and beta_of(plan) == 0.0:
-        return False
+    if plan.objective in DEFAULT_BETA and beta_of(plan) == 0.0:
+        return False  # GRPOTrainer / RLOOTrainer.__init__: beta 0.0 loads no reference
     return not (plan.precompute_ref_log_probs and not spec.online)
 
 
@@ -347,7 +351,7 @@ def objective_sources(plan: Plan, goal: ObjectiveBytes) -> dict[str, str]:
         ref = "none: reference log-probs precomputed before training"
     else:
         ref = f"none: {name} keeps no reference" + (
-            " (beta 0)" if plan.objective is Objective.grpo else ""
+            " (beta 0)" if plan.objective in DEFAULT_BETA else ""
         )
     out = {
         "reference_model": ref,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
+from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method, Objective, RefModel
 from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_float, as_int, as_names
 from memtui.plans.trainer_args import lora_targets, read_args
 
@@ -41,10 +41,8 @@ def read(doc: Document) -> Facts:
     stage = str(data.get("stage", "sft")).lower()
     if stage not in _STAGES:
         raise facts.error("stage", f"unknown stage {stage!r} ({', '.join(_STAGES)})")
-    if stage in ("ppo", "dpo", "kto") and kind in ("full", "freeze"):
-        facts.state("method", Unsupported(f"{stage} keeps a reference model beside a full "
-                                          "fine-tune"), "stage")  # fmt: skip
-    elif kind in ("full", "freeze"):
+    _objective(facts, data, stage)
+    if kind in ("full", "freeze"):
         facts.state("method", Method.full, "finetuning_type")
         if kind == "freeze":
             facts.assume("freeze tuning (the last layers only) counted as a full fine-tune")
@@ -103,3 +101,45 @@ def _lora(facts: Facts, data: dict[str, Any]) -> None:
     if data.get("additional_target"):
         saved = as_names(facts, "additional_target", data["additional_target"])
         facts.state("modules_to_save", saved, "additional_target")
+
+
+# hparams/finetuning_args.py RLHFArguments.pref_loss [sigmoid]: the losses with a reference
+# (use_ref_model: every pref_loss but orpo and simpo) are DPO's books
+_PREF_LOSSES = {
+    "sigmoid": Objective.dpo,
+    "hinge": Objective.dpo,
+    "kto_pair": Objective.dpo,
+    "bco_pair": Objective.dpo,
+    "ipo": Objective.ipo,
+    "orpo": Objective.orpo,
+    "simpo": Objective.simpo,
+}
+
+
+def _objective(facts: Facts, data: dict[str, Any], stage: str) -> None:
+    """`stage` and the RLHF keys: rm is RewardTrainer's books (train/rm/trainer.py
+    PairwiseTrainer: chosen and rejected through a value head), dpo and kto run TRL's
+    trainers through CustomDPOTrainer / CustomKTOTrainer, whose concatenated_forward takes
+    the whole fp32 logits; the reference is create_ref_model's (train/trainer_utils.py: none
+    under LoRA, the adapter disabled; a copy for a full fine-tune or a `ref_model`)."""
+    if stage in ("pt", "sft"):
+        facts.state("objective", Objective.sft, "stage")
+        return
+    if stage == "ppo":
+        why = "LLaMA-Factory's PPO (a value head on the policy, a reward adapter or model)"
+        facts.state("objective", Unsupported(why), "stage")
+        return
+    if stage == "rm":
+        facts.state("objective", Objective.reward, "stage")
+        return
+    if stage == "kto":
+        facts.state("objective", Objective.kto, "stage")
+    else:
+        loss = str(data.get("pref_loss", "sigmoid")).lower()
+        if loss not in _PREF_LOSSES:
+            raise facts.error("pref_loss", f"unknown loss {loss!r} ({', '.join(_PREF_LOSSES)})")
+        facts.state("objective", _PREF_LOSSES[loss], "pref_loss")
+    if data.get("pref_beta") is not None:
+        facts.state("beta", as_float(facts, "pref_beta", data["pref_beta"]), "pref_beta")
+    if data.get("ref_model"):
+        facts.state("ref_model", RefModel.copy, "ref_model")

@@ -23,6 +23,7 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Objective,
     Offload,
     Optimizer,
     OptimizerKernel,
@@ -158,7 +159,9 @@ def read(doc: Document) -> Facts:
         if setting is not None and as_bool(facts, key, setting):
             facts.state(field, value, key)
     loss = str(dig(data, "loss._component_") or "").rsplit(".", 1)[-1]
-    if loss:
+    if loss in _PREFERENCE_LOSSES:
+        _objective(facts, data, loss)
+    elif loss:
         if loss not in _LOSSES:
             raise facts.error("loss._component_", f"unknown loss {loss}")
         facts.state("loss", _LOSSES[loss], "loss._component_")
@@ -281,10 +284,14 @@ def export(plan: Plan) -> str:
         optimizer["fused"] = True
     if plan.optimizer is Optimizer.sgd_momentum:
         optimizer["momentum"] = 0.9
-    loss = {
-        LossKind.chunked: "torchtune.modules.loss.CEWithChunkedOutputLoss",
-        LossKind.full: "torch.nn.CrossEntropyLoss",
-    }[plan.loss]
+    loss: dict[str, Any] = {
+        "_component_": {
+            LossKind.chunked: "torchtune.modules.loss.CEWithChunkedOutputLoss",
+            LossKind.full: "torch.nn.CrossEntropyLoss",
+        }[plan.loss]
+    }
+    kind = "full" if plan.method is Method.full else "lora"
+    recipe = _export_objective(plan, loss, kind)
     config: dict[str, Any] = {
         "model": model,
         "tokenizer": {"max_seq_len": plan.seq_len},
@@ -292,19 +299,18 @@ def export(plan: Plan) -> str:
         "gradient_accumulation_steps": plan.grad_accum,
         "optimizer": optimizer,
         "optimizer_in_bwd": plan.optimizer_in_backward,
-        "loss": {"_component_": loss},
+        "loss": loss,
         "dtype": plan.precision.value,
         "enable_activation_checkpointing": plan.checkpointing is Checkpointing.full,
         "enable_activation_offloading": plan.activation_offload,
         "fsdp_cpu_offload": plan.offload is Offload.params,
         "device": "cuda",
     }
-    kind = "full" if plan.method is Method.full else "lora"
     if plan.hardware.gpus > 1:
         nproc = plan.hardware.gpus_per_node
-        run = f"tune run --nproc_per_node {nproc} {kind}_finetune_distributed --config FILE"
+        run = f"tune run --nproc_per_node {nproc} {recipe}_distributed --config FILE"
     else:
-        run = f"tune run {kind}_finetune_single_device --config FILE"
+        run = f"tune run {recipe}_single_device --config FILE"
     head = (
         f"# torchtune config written by memtui; merge it into the recipe's config "
         f"(tokenizer path, checkpointer, dataset)\n# run: {run}\n"
@@ -335,3 +341,46 @@ def _lora_export(plan: Plan) -> dict[str, Any]:
         "lora_alpha": 2 * plan.lora_rank,
         "lora_dropout": plan.lora_dropout,
     }
+
+
+# torchtune/rlhf/loss/dpo.py (DPOLoss, RSOLoss: hinge) and the older IPOLoss / SimPOLoss, the
+# losses of recipes/lora_dpo_single_device.py, lora_dpo_distributed.py, full_dpo_distributed.py
+_PREFERENCE_LOSSES = {
+    "DPOLoss": Objective.dpo,
+    "RSOLoss": Objective.dpo,
+    "IPOLoss": Objective.ipo,
+    "SimPOLoss": Objective.simpo,
+}
+
+
+def _objective(facts: Facts, data: dict[str, Any], loss: str) -> None:
+    """A DPO recipe's loss: chosen and rejected concatenated (the recipes'
+    concatenated_forward, whole fp32 logits: the full loss), the reference the LoRA base with
+    the adapter disabled (lora_dpo_*: disable_adapter) or the `ref_checkpointer`'s copy
+    (full_dpo_distributed)."""
+    facts.state("objective", _PREFERENCE_LOSSES[loss], "loss._component_")
+    facts.state("loss", LossKind.full, "loss._component_")
+    beta = dig(data, "loss.beta")
+    if beta is not None:
+        facts.state("beta", as_float(facts, "loss.beta", beta), "loss.beta")
+
+
+def _export_objective(plan: Plan, loss: dict[str, Any], kind: str) -> str:
+    """The recipe's loss block for the plan's objective (filled in), and the recipe's name
+    before _single_device / _distributed."""
+    if plan.objective is Objective.sft:
+        return f"{kind}_finetune"
+    if plan.objective is not Objective.dpo:  # IPOLoss and SimPOLoss left torchtune.rlhf
+        raise ConfigError(
+            f"torchtune has no recipe for --objective {plan.objective.value} memtui writes "
+            "(dpo: DPOLoss)"
+        )
+    if plan.loss is not LossKind.full:
+        raise ConfigError("torchtune's DPO recipes take the whole logits: --loss full")
+    if kind == "full" and plan.hardware.gpus == 1:
+        raise ConfigError("torchtune's full DPO recipe is full_dpo_distributed: more GPUs")
+    loss.clear()
+    loss["_component_"] = "torchtune.rlhf.loss.DPOLoss"
+    if plan.beta is not None:
+        loss["beta"] = plan.beta
+    return f"{kind}_dpo"
