@@ -92,7 +92,7 @@ def test_torchtune_dpo_recipes_are_read(name: str, method: str, reference: bool)
 
 def test_trl_config_keys_name_the_trainer(tmp_path: Path) -> None:
     base = {"output_dir": "out", "per_device_train_batch_size": 2, "model_name_or_path": "gpt2"}
-    cases = [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"loss_type": ["ipo"], "beta": 0.2}, "ipo"),
         ({"precompute_ref_log_probs": True}, "dpo"),
         ({"loss_type": "nll"}, "sft"),  # SFTConfig's own loss_type
