@@ -259,7 +259,8 @@ def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int
         return None
     tokens = rows * max(1, seq - 1)
     h = arch.hidden_size
-    tile = min(tokens, FUSED_TOKEN_CHUNK) * min(arch.vocab_size, FUSED_VOCAB_CHUNK)
+    # mm_buf is a whole tile whatever the vocabulary: (min(N, 4096), 32768)
+    tile = min(tokens, FUSED_TOKEN_CHUNK) * FUSED_VOCAB_CHUNK
     head_grad = 4 * arch.vocab_size * h if plan.method is Method.full else 0
     total = (
         setup.compute_bytes * tokens * h  # the shifted hidden states, reshaped (a copy)

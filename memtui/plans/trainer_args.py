@@ -521,6 +521,10 @@ def objective_args(facts: Facts, args: Mapping[str, Any], where: Callable[[str],
         return
     facts.assume("a TRL trainer: sized with whole logits (TRL 1.16's fused LM head needs less: "
                  "--loss fused)")  # fmt: skip
+    if not {"activation_checkpointing", "gradient_checkpointing"} & keys:
+        # DPOConfig, KTOConfig, RewardConfig, GRPOConfig: gradient_checkpointing defaults True
+        facts.state("checkpointing", Checkpointing.full, where("gradient_checkpointing")
+                    + " (TRL's default True)")  # fmt: skip
     if args.get("beta") is not None:
         facts.state("beta", as_float(facts, where("beta"), args["beta"]), where("beta"))
     if "precompute_ref_log_probs" in args:
