@@ -80,9 +80,9 @@ def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
     # fp32 per-token log-probs of the policy and the reference, 2b x s each
     assert dpo[TermKind.log_probs] == 4 * 4 * 1024 * 2
     # TRL's fused LM head (kernels/chunked_logprob.py): the shifted hidden states (bf16) and
-    # their fp32 gradient, one bf16 tile of
-    # min(n, 4096) x 32768 (TRL's chunk, whatever the vocabulary),, per-token log_z, log-probs and labels,
-    # and the lm_head's fp32 gradient accumulator; never the b x s x V logits
+    # their fp32 gradient, one bf16 tile of min(n, 4096) x 32768 (TRL's chunk, whatever the
+    # vocabulary), per-token log_z, log-probs and labels, and the lm_head's fp32 gradient
+    # accumulator; never the b x s x V logits
     n = 4 * 1023
     fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * 32768 + 16 * n + 4 * VOCAB * H
     assert dpo[TermKind.logits] == fused < terms(plan(micro_batch=4))[TermKind.logits]
