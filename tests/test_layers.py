@@ -19,7 +19,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "memtui"
 
 UI_FRAMEWORKS = ("textual", "rich")
-HEAVY = ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "deepspeed")
+HEAVY = (
+    "torch",
+    "transformers",
+    "peft",
+    "accelerate",
+    "bitsandbytes",
+    "deepspeed",
+    "trl",
+    "datasets",
+)
 
 # (layer, modules it must never import). A layer is a dotted prefix of memtui's modules.
 FORBIDDEN: dict[str, tuple[str, ...]] = {

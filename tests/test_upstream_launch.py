@@ -373,8 +373,8 @@ CASES: list[Case] = [
     Case("transformers", "ds_config_zero3_bf16.json", {"strategy": "zero3", "offload": "params"}),
 ]  # fmt: skip
 
-#: The objective each preference or RL launch trains (memtui sizes them as SFT today, saying
-#: so); `plan.objective` once plans carry one.
+#: The objective each preference or RL launch trains (the trainer the line runs, or its
+#: config's keys: DPOConfig's loss_type, ...); every other case trains SFT.
 OBJECTIVES = {
     "trl/lines/dpo_full.cmd": "dpo", "trl/lines/dpo_lora.cmd": "dpo",
     "trl/lines/kto_full.cmd": "kto", "trl/lines/kto_qlora.cmd": "kto",
@@ -442,8 +442,7 @@ def test_the_upstream_file_is_read_as_its_tools_run_it(
     said = assumptions + " | " + " | ".join(p["source"] for p in document["provenance"])
     for setting in case.reads:
         assert setting in said, f"{setting} neither read nor named"
-    if case.id in OBJECTIVES:
-        assert "sized as SFT" in assumptions, assumptions
+    assert plan["objective"] == OBJECTIVES.get(case.id, "sft")
     gpus_given = any(p["field"] == "hardware.gpus_per_node" for p in document["provenance"])
     assert gpus_given or GPUS_ASSUMED in assumptions, "a GPU count neither given nor said"
 

@@ -98,6 +98,12 @@ def _expected(tool: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in data.items() if k != "objective"}
 
 
+def _objectives(tool: str) -> dict[str, str]:
+    """The objective each preference or reward file trains (every other file: SFT)."""
+    data = tomllib.loads((UPSTREAM / tool / "expected.toml").read_text(encoding="utf-8"))
+    return dict(data.get("objective", {}))
+
+
 CASES = [(tool, path) for tool in TOOLS for path in _expected(tool)]
 
 
@@ -164,6 +170,7 @@ def test_an_upstream_config_plans_as_its_file_says(
             continue
         got = plan[_PLAN_KEYS[key]]
         assert got == want, f"{key}: {got!r} != {want!r}"
+    assert plan["objective"] == _objectives(tool).get(path, "sft")
     if "gpus" in expected:
         hardware = plan["hardware"]
         assert hardware["gpus_per_node"] * hardware["nodes"] == expected["gpus"]

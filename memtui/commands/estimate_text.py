@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtui.estimator.objectives import OBJECTIVE_TERMS, objective_line, spec_of
 from memtui.estimator.report import Verdict
 from memtui.estimator.units import GB, format_count
 from memtui.text import LINE, shown
@@ -44,6 +45,8 @@ def print_report(
             f"each); stack: {report.stack}"
         )
     )
+    if plan.objective.value != "sft":
+        console.print(f"objective {plan.objective.value}: {objective_line(plan)}")
     console.print(
         f"micro-batch {plan.micro_batch} x seq {plan.seq_len} x accum {plan.grad_accum}, "
         f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}, "
@@ -62,7 +65,8 @@ def print_report(
     terms.add_column("GB", justify="right")
     terms.add_column("Source", overflow="fold")
     for t in b.terms:
-        terms.add_row(t.label, _gb(t.bytes), t.source)
+        if t.bytes or t.key.value not in OBJECTIVE_TERMS:  # an objective's unused models: off
+            terms.add_row(t.label, _gb(t.bytes), t.source)
     terms.add_row(
         "[bold]Total[/]",
         f"[bold]{_gb(b.total)}[/]",
@@ -71,6 +75,12 @@ def print_report(
     )
     terms.add_row("Capacity", _gb(b.capacity), hw.gpu_name)
     console.print(terms)
+    if spec_of(plan).online:
+        generator = b.term("generator")
+        console.print(
+            f"Trainer's share {_gb(b.total - generator)} GB, generator's share {_gb(generator)} "
+            f"GB per GPU during the training step (vLLM: {plan.vllm_mode.value})"
+        )
     console.print(
         "Runtime overhead: "
         + ", ".join(f"{r.name} {_gb(r.bytes)} GB ({r.where})" for r in report.runtime if r.bytes)

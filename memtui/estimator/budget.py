@@ -12,6 +12,7 @@ from memtui.estimator.choices import Method, Strategy
 from memtui.estimator.communication import communication
 from memtui.estimator.error_band import band_for
 from memtui.estimator.levers import levers
+from memtui.estimator.objectives import objective_sources
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.phases import PhasePeak, phases
 from memtui.estimator.plan import Plan
@@ -69,7 +70,10 @@ def max_micro_batch(plan: Plan, strategy: Strategy | None = None) -> int:
 
 
 def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
-    sources = stack_for(plan).sources(plan, t)
+    sources = {
+        **stack_for(plan).sources(plan, t),
+        **{TermKind(k): v for k, v in objective_sources(plan, t.objective).items()},
+    }
     capacity = plan.hardware.gpu_memory
     total = t.total
     peak_total = max(total, peak.gpu_bytes)

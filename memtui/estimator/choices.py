@@ -133,3 +133,37 @@ class Checkpointing(Choice):
     none = "none"
     selective = "selective"  # recompute the attention core only (Korthikanti et al. 2022)
     full = "full"  # keep each layer's input, recompute the layer in backward
+
+
+class Objective(Choice):
+    """What the step optimises; each keeps its own models and batches (memtui/estimator/
+    objectives.py, from TRL's trainers)."""
+
+    sft = "sft"  # next-token cross-entropy on one sequence per example
+    dpo = "dpo"  # chosen and rejected sequences against a reference (TRL DPOTrainer)
+    ipo = "ipo"  # DPOTrainer's loss_type="ipo": DPO's books, another loss
+    orpo = "orpo"  # chosen and rejected, no reference (odds ratio)
+    simpo = "simpo"  # chosen and rejected, no reference (length-normalised margin)
+    cpo = "cpo"  # chosen and rejected, no reference (contrastive preference)
+    kto = "kto"  # one completion per example and a KL batch, against a reference
+    reward = "reward"  # a sequence-classification head scoring chosen and rejected
+    ppo = "ppo"  # policy, reference, value and reward models, generated completions
+    rloo = "rloo"  # policy, reference and reward models, generated completions
+    grpo = "grpo"  # policy, a reference when beta != 0, generated completions
+
+
+class VllmMode(Choice):
+    """Where online RL generates its completions (TRL GRPOConfig use_vllm, vllm_mode)."""
+
+    colocate = "colocate"  # vLLM in the trainer's process, on the trainer's GPUs
+    server = "server"  # a vLLM server on other GPUs (`trl vllm-serve`)
+    none = "none"  # no vLLM: Transformers' generate with the policy itself
+
+
+class RefModel(Choice):
+    """What the reference model of an objective that keeps one is."""
+
+    auto = "auto"  # TRL's choice: adapter-disabled under PEFT, else a copy; none when not needed
+    adapter_disabled = "adapter-disabled"  # the PEFT base with the adapter off: no copy
+    copy = "copy"  # a second frozen copy of the model
+    none = "none"  # no reference (reference-free losses, GRPO with beta 0)

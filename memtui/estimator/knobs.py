@@ -33,6 +33,7 @@ class FlagGroup(Enum):
     deepspeed = "DeepSpeed ZeRO (--stack deepspeed; default: Trainer's auto)"
     overhead = "runtime overhead"
     versions = "framework versions (default: the releases the stacks were read from)"
+    objective = "objective (preference and RL fine-tuning)"
 
 
 class Entry(Enum):

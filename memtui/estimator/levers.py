@@ -16,8 +16,11 @@ from memtui.estimator.choices import (
     Method,
     Offload,
     Optimizer,
+    RefModel,
+    VllmMode,
 )
 from memtui.estimator.communication import volume
+from memtui.estimator.objectives import keeps_reference, reference_is_copy, spec_of
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
@@ -158,6 +161,7 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
             method=Method.qlora,
         ),
     ]
+    out.extend(_objective_levers(plan, make))
     return tuple(lever for lever in out if lever is not None)
 
 
@@ -215,3 +219,62 @@ def _saved_modules_lever(plan: Plan, make: LeverMaker) -> Lever | None:
         modules_to_save=(),
         lora_targets=(*plan.lora_targets, *plan.modules_to_save),
     )
+
+
+def _objective_levers(plan: Plan, make: LeverMaker) -> list[Lever | None]:
+    """The levers of the objectives that keep a reference or generate (TRL's settings)."""
+    spec = spec_of(plan)
+    out: list[Lever | None] = []
+    if reference_is_copy(plan) and plan.method is not Method.full:
+        out.append(
+            make(
+                "Reference: the adapter-disabled base",
+                "none: TRL's default under PEFT (no ref_model), the base with the adapter off",
+                False,
+                ref_model=RefModel.adapter_disabled,
+            )
+        )
+    if spec.reference and not spec.online and keeps_reference(plan):
+        out.append(
+            make(
+                "Precomputed reference log-probs",
+                "one reference pass over the dataset before training; no reference in the step",
+                False,
+                precompute_ref_log_probs=True,
+            )
+        )
+    if spec.online:
+        out.append(
+            make(
+                f"Completions {plan.max_completion_length} -> "
+                f"{max(1, plan.max_completion_length // 2)} tokens",
+                "shorter reasoning: truncated completions score worse",
+                plan.max_completion_length == 1,
+                max_completion_length=max(1, plan.max_completion_length // 2),
+            )
+        )
+    if spec.online and plan.vllm_mode is VllmMode.colocate:
+        lower = round(plan.vllm_gpu_memory_utilization - 0.1, 2)
+        out += [
+            make(
+                "vLLM sleep mode",
+                "weights and KV cache freed while the trainer steps; woken for each generation",
+                plan.vllm_sleep_mode,
+                vllm_sleep_mode=True,
+            ),
+            make(
+                f"vLLM gpu_memory_utilization {plan.vllm_gpu_memory_utilization:g} -> {lower:g}",
+                "a smaller KV cache: fewer sequences generated at once",
+                False,
+                vllm_gpu_memory_utilization=lower,
+            )
+            if lower > 0
+            else None,
+            make(
+                "vLLM server on other GPUs",
+                "GPUs taken from training for `trl vllm-serve`; weights synced over NCCL",
+                False,
+                vllm_mode=VllmMode.server,
+            ),
+        ]
+    return out

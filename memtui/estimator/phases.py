@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import Method, Strategy
+from memtui.estimator.objectives import spec_of
 from memtui.estimator.strategies import strategy_spec
 from memtui.estimator.transient import unit_parameters
 
@@ -58,6 +59,7 @@ def phases(plan: Plan, step: Breakdown) -> tuple[PhasePeak, ...]:
         ),
         _loading(plan, step, outside),
         _saving(plan, step, outside),
+        *_generation(plan, step, outside),
     )
 
 
@@ -125,3 +127,25 @@ def _saving(plan: Plan, step: Breakdown, outside: int) -> PhasePeak:
     allocator = sum(p.bytes for p in step.runtime.parts if p.where != "outside")
     gpu = step.state.total + step.transient.persistent + gathered + allocator + outside
     return PhasePeak("checkpoint saving", gpu, cpu, what)
+
+
+def _generation(plan: Plan, step: Breakdown, outside: int) -> tuple[PhasePeak, ...]:
+    """Online RL's generation phase (none for other objectives): the trainer's static state,
+    the objective's other models and persistent buffers beside the generator's full share
+    (colocated vLLM awake, or the KV cache of Transformers' generate); the activations and
+    the step's buffers are not alive then (memtui.estimator.objectives)."""
+    if not spec_of(plan).online:
+        return ()
+    goal = step.objective
+    models = goal.reference + goal.value_model + goal.reward_model
+    allocator = sum(p.bytes for p in step.runtime.parts if p.where != "outside")
+    trainer = step.state.total + models + goal.log_probs + step.transient.persistent + allocator
+    return (
+        PhasePeak(
+            "generation",
+            trainer + outside + goal.generation,
+            step.cpu_bytes * plan.hardware.gpus_per_node,
+            f"the trainer's {trainer / 1e9:.2f} GB beside the generator's "
+            f"{goal.generation / 1e9:.2f} GB ({plan.vllm_mode.value})",
+        ),
+    )

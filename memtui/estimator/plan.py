@@ -20,17 +20,21 @@ from memtui.estimator.choices import (
     Loop,
     LossKind,
     Method,
+    Objective,
     Offload,
     Optimizer,
     OptimizerKernel,
     Precision,
+    RefModel,
     StackName,
     StateDtype,
     Strategy,
+    VllmMode,
 )
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.knobs import POWERS_OF_TWO, Entry, FlagGroup, Knob
 from memtui.estimator.loops import loop_for
+from memtui.estimator.objectives import check_objective
 from memtui.estimator.strategies import offload_runs
 from memtui.estimator.units import GiB
 from memtui.estimator.versions import Versions
@@ -457,6 +461,119 @@ class Plan(Frozen):
     ] = True
     """A custom loop keeps the model's output (its logits) referenced through backward, as
     hand-written loops that read `output.loss` do (the default: not optimistic)."""
+    objective: Annotated[
+        Objective,
+        Knob(
+            FlagGroup.objective,
+            "--objective",
+            "what the step optimises: sft, preference (dpo, ipo, orpo, simpo, cpo, kto), "
+            "reward modelling, online RL (ppo, rloo, grpo)",
+            label="Objective",
+        ),
+    ] = Objective.sft
+    """The training objective; each keeps its own models and batches (TRL's trainers,
+    memtui/estimator/objectives.py)."""
+    ref_model: Annotated[
+        RefModel,
+        Knob(
+            FlagGroup.objective,
+            "--ref-model",
+            "the reference model: adapter-disabled (the PEFT base), copy, none; auto: TRL's",
+            label="Reference",
+        ),
+    ] = RefModel.auto
+    """The reference of an objective that keeps one (auto: TRL's choice, the base with the
+    adapter disabled under PEFT, else a frozen copy)."""
+    precompute_ref_log_probs: Annotated[
+        bool,
+        Knob(
+            FlagGroup.objective,
+            "--precompute-ref-log-probs",
+            "reference log-probs computed before training (DPOConfig): no reference in the step",
+            label="Precompute ref",
+        ),
+    ] = False
+    """DPOConfig.precompute_ref_log_probs: the reference scores the dataset before training
+    and is not kept during it."""
+    beta: Annotated[
+        float | None,
+        Knob(
+            FlagGroup.objective,
+            "--beta",
+            "KL coefficient (GRPO: a reference is kept when above 0); default: TRL's",
+            Entry.probability,
+            label="Beta (KL)",
+        ),
+    ] = Field(None, ge=0)
+    """The KL coefficient; None: the trainer's default (GRPOConfig.beta 0.0 in TRL 1.16,
+    DPOConfig.beta 0.1). Only GRPO's memory depends on it: beta 0 loads no reference."""
+    num_generations: Annotated[
+        int,
+        Knob(
+            FlagGroup.objective,
+            "--num-generations",
+            "online RL: completions sampled per prompt (GRPOConfig default 8)",
+            label="Generations",
+            steps=POWERS_OF_TWO,
+        ),
+    ] = Field(8, ge=1, le=65536)
+    """Completions per prompt (GRPOConfig.num_generations, default 8)."""
+    max_prompt_length: Annotated[
+        int,
+        Knob(
+            FlagGroup.objective,
+            "--max-prompt-length",
+            "online RL: prompt tokens (the sequence trained is prompt + completion)",
+            label="Prompt length",
+            steps=POWERS_OF_TWO,
+        ),
+    ] = Field(512, ge=1, le=10_000_000)
+    """Online RL: tokens of a prompt; the sequences generated and trained are prompt +
+    completion tokens (seq_len is the preference and SFT sequences' length)."""
+    max_completion_length: Annotated[
+        int,
+        Knob(
+            FlagGroup.objective,
+            "--max-completion-length",
+            "online RL: generated tokens per completion (GRPOConfig default 512)",
+            label="Completion len",
+            steps=POWERS_OF_TWO,
+        ),
+    ] = Field(512, ge=1, le=10_000_000)
+    """Online RL: tokens generated per completion (GRPOConfig.max_completion_length, 512 in
+    TRL 1.16)."""
+    vllm_mode: Annotated[
+        VllmMode,
+        Knob(
+            FlagGroup.objective,
+            "--vllm-mode",
+            "online RL generation: vLLM colocated, a vLLM server on other GPUs, or none "
+            "(Transformers' generate)",
+            label="vLLM mode",
+        ),
+    ] = VllmMode.none
+    """Where completions are generated (GRPOConfig.use_vllm False by default: generate)."""
+    vllm_gpu_memory_utilization: Annotated[
+        float,
+        Knob(
+            FlagGroup.objective,
+            "--vllm-gpu-memory-utilization",
+            "colocated vLLM's share of the card (GRPOConfig default 0.3)",
+            Entry.fraction,
+            label="vLLM share",
+        ),
+    ] = Field(0.3, gt=0, le=1)
+    """Colocated vLLM's fraction of the card's memory (weights, activations, KV cache)."""
+    vllm_sleep_mode: Annotated[
+        bool,
+        Knob(
+            FlagGroup.objective,
+            "--vllm-sleep-mode",
+            "colocated vLLM frees its weights and KV cache while the trainer steps",
+            label="vLLM sleep",
+        ),
+    ] = False
+    """GRPOConfig.vllm_enable_sleep_mode: vLLM sleeps (level 2) during the training step."""
 
     @model_validator(mode="after")
     def _check(self) -> Plan:
@@ -512,6 +629,7 @@ class Plan(Frozen):
                 "activation_offload moves the checkpointed layer inputs: it needs "
                 "checkpointing full"
             )
+        check_objective(self)
         CAPABILITIES[self.stack].check(self)
         loop_for(self.stack, self.loop)
         return self

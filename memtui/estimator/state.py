@@ -301,3 +301,18 @@ def static_state(plan: Plan, strategy: Strategy | None = None) -> StaticState:
 
     # keyed on what the state depends on: the lever list and the micro-batch search reuse it
     return _CACHE.get((strategy, plan.state_key), compute)
+
+
+def frozen_copy_bytes(plan: Plan, strategy: Strategy) -> int:
+    """Per-GPU bytes of one more frozen copy of the model (a reference or reward model): in
+    the policy's dtype, NF4 under QLoRA (TRL loads its reference with the policy's dtype and
+    quantization_config), sharded like the policy's weights (prepare_deepspeed /
+    prepare_fsdp)."""
+    width = plan.precision.weight_bytes
+    whole = (
+        frozen_base_bytes(plan, base_bytes=width, upcast_bytes=width)
+        if (plan.method is Method.qlora)
+        else width * plan.model.parameters
+    )
+    dw = strategy_spec(strategy).divisors(plan)[0]
+    return round(whole / plan.tp / dw)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pydantic_core import CoreSchema
 
     from memtui.estimator.activations import Setup
+    from memtui.estimator.objectives import ObjectiveBytes
     from memtui.estimator.plan import Plan
     from memtui.estimator.runtime import Runtime
     from memtui.estimator.state import StaticState
@@ -44,6 +45,8 @@ class Books(NamedTuple):
     """The loss's logits buffers at that peak, bytes per GPU."""
     transient: Transient
     """Communication buffers and the optimizer step's temporaries, by phase."""
+    objective: ObjectiveBytes
+    """What the training objective keeps beside the policy (reference, generator...)."""
     around: Runtime | None = None
     """The runtime around the allocator's tensors: None while the allocator's terms are
     computed, since it is computed from their sum."""
@@ -197,6 +200,31 @@ class TermKind(str, metaclass=_Registry):
         bytes=lambda b: b.state.optimizer_states,
         static=True,
     )
+    reference_model = Declaration(
+        "Reference model",
+        "ref",
+        dark="#5fafd7",
+        light="#2a6f9a",
+        source="a frozen copy of the model in its dtype, sharded like its weights; 0 for the "
+        "adapter-disabled PEFT base or precomputed log-probs (memtui.estimator.objectives)",
+        bytes=lambda b: b.objective.reference,
+    )
+    value_model = Declaration(
+        "Value model",
+        "val",
+        dark="#d787af",
+        light="#a0406a",
+        source="PPO's value model, trained beside the policy (memtui.estimator.objectives)",
+        bytes=lambda b: b.objective.value_model,
+    )
+    reward_model = Declaration(
+        "Reward model",
+        "rwd",
+        dark="#afaf87",
+        light="#6a6a30",
+        source="the frozen reward model that scores completions (memtui.estimator.objectives)",
+        bytes=lambda b: b.objective.reward_model,
+    )
     activations = Declaration(
         "Activations",
         "act",
@@ -213,6 +241,16 @@ class TermKind(str, metaclass=_Registry):
         light="#8a7a00",
         source="the loss's fp32 logits buffers (memtui.estimator.activations.logits_bytes)",
         bytes=lambda b: b.logits,
+        per_sample=True,
+    )
+    log_probs = Declaration(
+        "Log-prob buffers",
+        "lgp",
+        dark="#d7af5f",
+        light="#8a6000",
+        source="per-token log-probs of the policy and the reference, and online RL's buffered "
+        "generation batch (memtui.estimator.objectives)",
+        bytes=lambda b: b.objective.log_probs,
         per_sample=True,
     )
     transient = Declaration(
@@ -232,6 +270,16 @@ class TermKind(str, metaclass=_Registry):
         source="cuBLAS workspace, allocator reserve, CUDA context, NCCL "
         "(memtui.estimator.runtime.runtime)",
         bytes=lambda b: b.runtime.total,
+        allocated=False,
+    )
+    generator = Declaration(
+        "Generator (vLLM)",
+        "gen",
+        dark="#ff5f87",
+        light="#c0204a",
+        source="colocated vLLM's gpu_memory_utilization x the card while the trainer steps "
+        "(memtui.estimator.objectives)",
+        bytes=lambda b: b.objective.generator,
         allocated=False,
     )
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtui.estimator.choices import Optimizer, Precision, StackName, StateDtype
+from memtui.estimator.choices import Objective, Optimizer, Precision, StackName, StateDtype
 from memtui.estimator.plan import Plan
 from memtui.measure.compare import Row, compare, single_gpu
 from memtui.measure.measurement import Measurement, Unsupported
@@ -112,7 +112,12 @@ def _measure_stack(
     if config is None:
         config = _config_of(ref)
     notes = []
-    if plan.stack is StackName.trainer:
+    if plan.stack is StackName.trainer and plan.objective is not Objective.sft:
+        from memtui.measure.trl_step import measure_trl
+
+        plan, m = measure_trl(config, plan)
+        notes.append("a TRL 1.16 trainer step; estimated with its fused LM head (--loss fused)")
+    elif plan.stack is StackName.trainer:
         from memtui.measure.trainer import measure_trainer  # torch loads here
 
         if plan.hardware.gpus > 1:

@@ -107,6 +107,11 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
             else "",
         ),
         Row(Measured.static, "Static", st.total, m.static),
+        *(
+            [_term(TermKind.reference_model, t.terms[TermKind.reference_model], m.reference_model)]
+            if plan.objective.value != "sft"
+            else []
+        ),
         _term(TermKind.activations, t.terms[TermKind.activations], m.activations,
               NOTES[TermKind.activations] if plan.model.architecture.norm_kind == "layernorm"
               else ""),
@@ -116,6 +121,7 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
         Row(Measured.step_temporaries, "Step temporaries", t.transient.step,
             m.step_temporaries, "gradient clipping's norms (scalars)" if plan.stack in
             BUFFERS else ""),
-        Row(Measured.peak, "Peak", t.total, m.peak, NOTES[Measured.peak]),
+        Row(Measured.peak, "Peak", t.total - t.terms[TermKind.reference_model], m.peak,
+            NOTES[Measured.peak]),
     ]  # fmt: skip
     return rows

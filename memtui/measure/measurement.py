@@ -39,6 +39,8 @@ class Measurement:
     transient buffers of the backward phase)."""
     world_size: int = 1
     """Processes the step ran in (FSDP2 over CPU processes); the bytes are one rank's."""
+    reference_model: int = 0
+    """The reference model's weights beside the policy (a TRL preference step)."""
 
     @property
     def static(self) -> int:

@@ -102,23 +102,35 @@ def peft_targets(plan: Plan, model_type: str) -> list[str] | str | None:
     return names
 
 
-def lora_model(model: torch.nn.Module, plan: Plan, model_type: str) -> torch.nn.Module:
-    """`get_peft_model` with PEFT's defaults but for what the plan sets."""
-    from peft import LoraConfig, get_peft_model
+def lora_config(plan: Plan, model_type: str) -> Any:
+    """A LoraConfig with PEFT's defaults but for what the plan sets."""
+    from peft import LoraConfig
 
-    config = LoraConfig(
+    return LoraConfig(
         r=plan.lora_rank,
         lora_dropout=plan.lora_dropout,
         target_modules=peft_targets(plan, model_type),
         modules_to_save=list(plan.modules_to_save) or None,
     )
-    return get_peft_model(model, config)  # type: ignore[no-any-return]
+
+
+def lora_model(model: torch.nn.Module, plan: Plan, model_type: str) -> torch.nn.Module:
+    """`get_peft_model` with PEFT's defaults but for what the plan sets."""
+    from peft import get_peft_model
+
+    return get_peft_model(model, lora_config(plan, model_type))  # type: ignore[no-any-return]
 
 
 def training_arguments(
-    plan: Plan, output_dir: str, bf16: bool, accumulation: int, **extra: Any
+    plan: Plan,
+    output_dir: str,
+    bf16: bool,
+    accumulation: int,
+    config_class: type | None = None,
+    **extra: Any,
 ) -> Any:
-    """Real TrainingArguments for the plan, every other field at Trainer's default."""
+    """Real TrainingArguments (or `config_class`, a TRL config deriving from them) for the
+    plan, every other field at its default."""
     from transformers import TrainingArguments
 
     kwargs: dict[str, Any] = {}
@@ -126,7 +138,7 @@ def training_arguments(
         kwargs["optim"], args = _OPTIM[plan.optimizer]
         if args:
             kwargs["optim_args"] = args
-    return TrainingArguments(
+    return (config_class or TrainingArguments)(
         output_dir=output_dir,
         bf16=bf16,
         activation_checkpointing=plan.checkpointing is Checkpointing.full,
@@ -204,17 +216,26 @@ def run_trainer(
     base: type | None = None,
     bf16: bool,
     accumulation: int = ACCUMULATION,
+    config_class: type | None = None,
+    data: Any = None,
+    trainer_kwargs: dict[str, Any] | None = None,
     **extra_args: Any,
 ) -> Any:
-    """Train `model` with a real Trainer (or `base`, a subclass) for STEPS optimizer steps of
-    `accumulation` micro-batches, measuring the last micro-batch and step; returns it."""
+    """Train `model` with a real Trainer (or `base`, a subclass, configured by
+    `config_class` on `data` with `trainer_kwargs`: a TRL trainer) for STEPS optimizer steps
+    of `accumulation` micro-batches, measuring the last micro-batch and step; returns it."""
     from transformers import Trainer
 
     samples = plan.micro_batch * accumulation * STEPS
     with tempfile.TemporaryDirectory() as out:
-        args = training_arguments(plan, out, bf16, accumulation, **extra_args)
+        args = training_arguments(plan, out, bf16, accumulation, config_class, **extra_args)
         cls = measured_trainer(base or Trainer, probe, measured_call=accumulation * STEPS)
-        trainer = cls(model=model, args=args, train_dataset=dataset(plan, vocab, samples))
+        trainer = cls(
+            model=model,
+            args=args,
+            train_dataset=dataset(plan, vocab, samples) if data is None else data,
+            **(trainer_kwargs or {}),
+        )
         trainer.train()
     return trainer
 

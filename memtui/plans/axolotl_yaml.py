@@ -19,7 +19,7 @@ without the deprecated `fsdp_` prefix) and the deprecated `fsdp` list, `dp_shard
 axolotl runs Transformers' Trainer, so the stack is the Trainer's, DeepSpeed's or FSDP's.
 Named, not sized (`Facts.ignore`): Liger's other kernels, axolotl's LoRA and attention kernels,
 `tiled_mlp`, `use_kernels`, `torch_compile`, `fp8`, `unfrozen_parameters`,
-`context_parallel_size`; `rl` and `reward_model` are sized as SFT, saying what is not counted.
+`context_parallel_size`. `rl` and `reward_model` are the plan's objective.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Objective,
     Offload,
     Optimizer,
     Precision,
     StackName,
     Strategy,
+    VllmMode,
 )
 from memtui.estimator.strategies import strategy_spec
 from memtui.plans.facts import (
@@ -48,7 +50,6 @@ from memtui.plans.facts import (
     as_int,
     as_names,
     dig,
-    objective,
     prequantized,
 )
 from memtui.plans.fsdp import fsdp_version, read_fsdp, sharding_name, unprefixed
@@ -77,16 +78,6 @@ CUSTOM_OPTIM: dict[str, tuple[Optimizer, str]] = {
 
 
 #: axolotl's preference and RL trainers (schemas/enums.py RLType) -> what SFT sizing leaves out
-_RL = {
-    "dpo": "the reference model and the rejected sequences are",
-    "ipo": "the reference model and the rejected sequences are",
-    "orpo": "the rejected sequences are",
-    "simpo": "the rejected sequences are",
-    "kto": "the reference model and the KL sequences are",
-    "grpo": "the reference model, the generations and the generation engine are",
-    "gdpo": "the reference model, the generations and the generation engine are",
-    "ebft": "the feature network and the generations are",
-}
 #: settings whose savings memtui does not model (each sized without it, so over), with what
 #: each does (schemas/config.py; integrations/liger/args.py)
 _UNMODELLED = {
@@ -139,6 +130,7 @@ def read(doc: Document) -> Facts:
     named(facts, data.get("deepspeed"), "deepspeed", doc)
     _fsdp(facts, data)
     _parallel(facts, data)
+    _objective(facts, data)
     return facts
 
 
@@ -286,14 +278,6 @@ def _unmodelled(facts: Facts, data: dict[str, Any]) -> None:
         else:
             facts.ignore("unfrozen_parameters", "not modelled beside the adapter (only the "
                          "adapter counted as trainable)")  # fmt: skip
-    rl = str(data.get("rl") or "").lower()
-    if rl:
-        what = _RL.get(rl, "what its trainer adds to SFT is")
-        objective(facts, "rl", rl, what)
-    if data.get("reward_model") and as_bool(facts, "reward_model", data["reward_model"]):
-        # a sequence-classification head replaces the LM head: no vocabulary logits (over)
-        objective(facts, "reward_model", "reward model",
-                  "the rejected sequence of each pair is")  # fmt: skip
 
 
 def _fsdp(facts: Facts, data: dict[str, Any]) -> None:
@@ -406,6 +390,7 @@ def export(plan: Plan) -> str:
         _export_fsdp(plan, config)
     if plan.tp > 1:
         config["tensor_parallel_size"] = plan.tp
+    _export_objective(plan, config)
     return "# axolotl config written by memtui: add your datasets\n" + yaml.safe_dump(
         config, sort_keys=False
     )
@@ -429,3 +414,98 @@ def _export_fsdp(plan: Plan, config: dict[str, Any]) -> None:
     else:
         config["fsdp"] = [str(sharding_of(plan, 1)).lower(), "auto_wrap"]
     config["fsdp_config"] = fsdp
+
+
+# schemas/enums.py RLType: the trainers axolotl builds with `rl:` (core/trainers/ builders)
+_RL = {
+    "dpo": Objective.dpo,
+    "ipo": Objective.ipo,
+    "orpo": Objective.orpo,
+    "kto": Objective.kto,
+    "simpo": Objective.simpo,
+    "grpo": Objective.grpo,
+}
+
+
+def _objective(facts: Facts, data: dict[str, Any]) -> None:
+    """`rl:` (TRL's DPO, ORPO, KTO, CPO-SimPO and GRPO trainers), `reward_model: true`
+    (TRL's RewardTrainer), `rl_beta` and the `trl:` block (schemas/trl.py TRLConfig: beta,
+    num_generations, max_completion_length, use_vllm, vllm_mode,
+    vllm_gpu_memory_utilization), `vllm.gpu_memory_utilization` (schemas/vllm.py)."""
+    rl = data.get("rl")
+    trl: dict[str, Any] = data["trl"] if isinstance(data.get("trl"), dict) else {}
+    if data.get("process_reward_model") and as_bool(facts, "process_reward_model",
+                                                    data["process_reward_model"]):  # fmt: skip
+        why = "a process reward model (token classification)"
+        facts.state("objective", Unsupported(why), "process_reward_model")
+        return
+    if rl:
+        name = str(rl).lower()
+        if name not in _RL:
+            facts.state("objective", Unsupported(f"rl: {name}"), "rl")
+            return
+        facts.state("objective", _RL[name], "rl")
+    elif data.get("reward_model") and as_bool(facts, "reward_model", data["reward_model"]):
+        facts.state("objective", Objective.reward, "reward_model")
+        return
+    else:
+        facts.default("objective", Objective.sft, "rl")
+        return
+    beta = trl.get("beta", data.get("rl_beta"))
+    if beta is not None:
+        facts.state("beta", as_float(facts, "trl.beta", beta), "trl.beta" if "beta" in trl
+                    else "rl_beta")  # fmt: skip
+    for key, field in (("num_generations", "num_generations"),
+                       ("max_completion_length", "max_completion_length")):  # fmt: skip
+        if trl.get(key) is not None:
+            facts.state(field, as_int(facts, f"trl.{key}", trl[key]), f"trl.{key}")
+    if data.get("max_prompt_len") is not None:
+        prompt = as_int(facts, "max_prompt_len", data["max_prompt_len"])
+        facts.state("max_prompt_length", prompt, "max_prompt_len")
+    if not (trl.get("use_vllm") and as_bool(facts, "trl.use_vllm", trl["use_vllm"])):
+        facts.default("vllm_mode", VllmMode.none, "trl.use_vllm")
+        return
+    mode = str(trl.get("vllm_mode") or "server").lower()
+    if mode not in ("server", "colocate"):
+        raise facts.error("trl.vllm_mode", f"unknown mode {mode!r} (server, colocate)")
+    if "vllm_mode" not in trl:
+        facts.assume("trl.use_vllm without trl.vllm_mode: a vLLM server (axolotl vllm-serve)")
+    facts.state("vllm_mode", VllmMode(mode), "trl.vllm_mode")
+    vllm: dict[str, Any] = data["vllm"] if isinstance(data.get("vllm"), dict) else {}
+    share = trl.get("vllm_gpu_memory_utilization", vllm.get("gpu_memory_utilization"))
+    if share is not None and mode == "colocate":
+        where = ("trl.vllm_gpu_memory_utilization" if "vllm_gpu_memory_utilization" in trl
+                 else "vllm.gpu_memory_utilization")  # fmt: skip
+        facts.state("vllm_gpu_memory_utilization", as_float(facts, where, share), where)
+    if trl.get("vllm_enable_sleep_mode") is not None:
+        sleep = as_bool(facts, "trl.vllm_enable_sleep_mode", trl["vllm_enable_sleep_mode"])
+        facts.state("vllm_sleep_mode", sleep, "trl.vllm_enable_sleep_mode")
+
+
+def _export_objective(plan: Plan, config: dict[str, Any]) -> None:
+    """The objective's keys, as `_objective` reads them."""
+    if plan.objective is Objective.sft:
+        return
+    if plan.objective is Objective.reward:
+        config["reward_model"] = True
+        return
+    names = {v: k for k, v in _RL.items()}
+    if plan.objective not in names:
+        raise ConfigError(f"axolotl has no rl: {plan.objective.value} (its RLType: "
+                          f"{', '.join(_RL)})")  # fmt: skip
+    config["rl"] = names[plan.objective]
+    trl: dict[str, Any] = {}
+    if plan.beta is not None:
+        trl["beta"] = plan.beta
+    if plan.objective is Objective.grpo:
+        trl["num_generations"] = plan.num_generations
+        trl["max_completion_length"] = plan.max_completion_length
+        config["max_prompt_len"] = plan.max_prompt_length
+        if plan.vllm_mode is not VllmMode.none:
+            trl["use_vllm"] = True
+            trl["vllm_mode"] = plan.vllm_mode.value
+            if plan.vllm_mode is VllmMode.colocate:
+                trl["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
+                trl["vllm_enable_sleep_mode"] = plan.vllm_sleep_mode
+    if trl:
+        config["trl"] = trl

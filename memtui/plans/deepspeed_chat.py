@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memtui.estimator.choices import Checkpointing, Method, Offload, Optimizer
+from memtui.estimator.choices import Checkpointing, Method, Objective, Offload, Optimizer, RefModel
 from memtui.plans.facts import Facts, as_int
 
 #: Arguments only DeepSpeed-Chat's main.py has (the Trainer has none of them)
@@ -41,9 +41,9 @@ def read(
     loads a reference model beside the one it trains)."""
     from memtui.plans.deepspeed_json import STAGES
 
-    if "step2_dpo" in launched_from:
-        facts.assume("DeepSpeed-Chat step 2 DPO: sized as SFT; the reference model and the "
-                     "rejected sequences are not counted")  # fmt: skip
+    if "step2_dpo" in launched_from:  # a reference model beside the actor (main.py:296)
+        facts.state("objective", Objective.dpo, "step2_dpo_finetuning")
+        facts.state("ref_model", RefModel.copy, "step2_dpo_finetuning (main.py:296)")
 
     facts.state("engine", "deepspeed", where("deepspeed"))
     stage = as_int(facts, where("zero_stage"), args.get("zero_stage", 0), minimum=0)

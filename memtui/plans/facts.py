@@ -342,11 +342,6 @@ def prequantized(facts: Facts, key: str, model: str, nf4: bool) -> None:
         facts.assume(f"{key}: {model} looks stored quantized: sized as {how}")
 
 
-def objective(facts: Facts, key: str, name: str, uncounted: str) -> None:
-    """A preference or reward objective sized as supervised fine-tuning, said in one line."""
-    facts.assume(f"{key}: {name}: sized as SFT; {uncounted} not counted")
-
-
 def is_auto(value: Any) -> bool:
     """DeepSpeed's and the Trainer's "auto": filled in by the launcher at run time."""
     return isinstance(value, str) and value.strip().lower() == "auto"

@@ -13,15 +13,22 @@ The dtype follows model/adapter.py: the model loads in bf16 with bf16 or pure_bf
 trainable parameters are upcast to fp32 unless pure_bf16 (or ZeRO-3, which keeps its own fp32
 master): a full fine-tune with bf16 is fp32 weights under autocast, LoRA a bf16 base with fp32
 adapters. Named, not sized (`Facts.ignore`): GaLore, APOLLO, BAdam, Adam-mini, Muon,
-mixture-of-depths, its kernels, fp8; `stage` rm/dpo/kto/ppo with LoRA is sized as SFT, saying
-what is not counted.
+mixture-of-depths, its kernels, fp8. `stage` rm/dpo/kto is the plan's objective (ppo is
+refused: its value head and reward adapter are LLaMA-Factory's own).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from memtui.estimator.choices import Attention, Checkpointing, LossKind, Method
+from memtui.estimator.choices import (
+    Attention,
+    Checkpointing,
+    LossKind,
+    Method,
+    Objective,
+    RefModel,
+)
 from memtui.plans.facts import (
     Document,
     Facts,
@@ -30,20 +37,11 @@ from memtui.plans.facts import (
     as_float,
     as_int,
     as_names,
-    objective,
     prequantized,
 )
 from memtui.plans.trainer_args import lora_targets, read_args
 
 _STAGES = ("pt", "sft", "rm", "ppo", "dpo", "kto")
-#: what sizing a stage as SFT leaves out (train/{rm,dpo,kto,ppo}/workflow.py; with LoRA the
-#: reference is the base with the adapter off, create_ref_model: no second copy)
-_UNCOUNTED = {
-    "rm": "the rejected sequence of each pair is",
-    "dpo": "the rejected sequences are",
-    "kto": "the KL sequences are",
-    "ppo": "the reward model, the value head and the generations are",
-}
 #: switches whose memory memtui does not model, sized without them (over), with what each does
 #: (hparams/finetuning_args.py, model_args.py, training_args.py)
 _UNMODELLED = {
@@ -77,10 +75,8 @@ def read(doc: Document) -> Facts:
         raise facts.error("stage", f"unknown stage {stage!r} ({', '.join(_STAGES)})")
     asft = bool(data.get("use_asft_loss")) and as_bool(facts, "use_asft_loss",
                                                        data["use_asft_loss"])  # fmt: skip
-    if stage in ("ppo", "dpo", "kto") and kind in ("full", "freeze"):
-        facts.state("method", Unsupported(f"{stage} keeps a reference model beside a full "
-                                          "fine-tune"), "stage")  # fmt: skip
-    elif asft:  # train/sft/workflow.py: create_ref_model for the ASFT loss
+    _objective(facts, data, stage)
+    if asft:  # train/sft/workflow.py: create_ref_model for the ASFT loss
         facts.state("method", Unsupported("use_asft_loss keeps a reference model beside the "
                                           "trained one"), "use_asft_loss")  # fmt: skip
     elif kind in ("full", "freeze"):
@@ -125,8 +121,6 @@ def read(doc: Document) -> Facts:
     if data.get("enable_liger_kernel") and as_bool(facts, "enable_liger_kernel",
                                                    data["enable_liger_kernel"]):  # fmt: skip
         facts.state("loss", LossKind.fused, "enable_liger_kernel")
-    if stage in _UNCOUNTED:
-        objective(facts, "stage", stage, _UNCOUNTED[stage])
     for key, what in _UNMODELLED.items():
         if data.get(key) not in (None, False) and str(data[key]).lower() != "false":
             facts.ignore(key, f"{what} (over)")
@@ -164,3 +158,45 @@ def _lora(facts: Facts, data: dict[str, Any], stage: str) -> None:
     if data.get("additional_target"):
         saved = as_names(facts, "additional_target", data["additional_target"])
         facts.state("modules_to_save", saved, "additional_target")
+
+
+# hparams/finetuning_args.py RLHFArguments.pref_loss [sigmoid]: the losses with a reference
+# (use_ref_model: every pref_loss but orpo and simpo) are DPO's books
+_PREF_LOSSES = {
+    "sigmoid": Objective.dpo,
+    "hinge": Objective.dpo,
+    "kto_pair": Objective.dpo,
+    "bco_pair": Objective.dpo,
+    "ipo": Objective.ipo,
+    "orpo": Objective.orpo,
+    "simpo": Objective.simpo,
+}
+
+
+def _objective(facts: Facts, data: dict[str, Any], stage: str) -> None:
+    """`stage` and the RLHF keys: rm is RewardTrainer's books (train/rm/trainer.py
+    PairwiseTrainer: chosen and rejected through a value head), dpo and kto run TRL's
+    trainers through CustomDPOTrainer / CustomKTOTrainer, whose concatenated_forward takes
+    the whole fp32 logits; the reference is create_ref_model's (train/trainer_utils.py: none
+    under LoRA, the adapter disabled; a copy for a full fine-tune or a `ref_model`)."""
+    if stage in ("pt", "sft"):
+        facts.state("objective", Objective.sft, "stage")
+        return
+    if stage == "ppo":
+        why = "LLaMA-Factory's PPO (a value head on the policy, a reward adapter or model)"
+        facts.state("objective", Unsupported(why), "stage")
+        return
+    if stage == "rm":
+        facts.state("objective", Objective.reward, "stage")
+        return
+    if stage == "kto":
+        facts.state("objective", Objective.kto, "stage")
+    else:
+        loss = str(data.get("pref_loss", "sigmoid")).lower()
+        if loss not in _PREF_LOSSES:
+            raise facts.error("pref_loss", f"unknown loss {loss!r} ({', '.join(_PREF_LOSSES)})")
+        facts.state("objective", _PREF_LOSSES[loss], "pref_loss")
+    if data.get("pref_beta") is not None:
+        facts.state("beta", as_float(facts, "pref_beta", data["pref_beta"]), "pref_beta")
+    if data.get("ref_model"):
+        facts.state("ref_model", RefModel.copy, "ref_model")

@@ -9,8 +9,8 @@ qlora_llama3_1_8b is Llama 3.1 8B under QLoRA) with the LoRA builders' `lora_att
 (bf16, fp32), `optimizer._component_`, `optimizer_in_bwd`, `enable_activation_checkpointing`,
 `enable_activation_offloading`, `fsdp_cpu_offload` (or `fsdp.cpu_offload`),
 `tensor_parallel_dim`, `loss._component_` (CEWithChunkedOutputLoss, LinearCrossEntropyLoss,
-torch.nn.CrossEntropyLoss; rlhf's DPOLoss and the other preference losses: sized as SFT beside
-LoRA, refused beside a full fine-tune, whose recipe loads a reference model). Builders map to
+torch.nn.CrossEntropyLoss; rlhf's DPOLoss and the other preference losses: the plan's objective,
+with the reference their recipe keeps). Builders map to
 the catalog (`BUILDERS`); a builder memtui does not know falls back to the config.json in
 `checkpointer.checkpoint_dir`. A recipe runs on one GPU (`*_single_device`) or shards with
 FSDP (`*_distributed`): the strategy comes from the launch, not the file.
@@ -25,6 +25,7 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Objective,
     Offload,
     Optimizer,
     OptimizerKernel,
@@ -41,7 +42,6 @@ from memtui.plans.facts import (
     as_int,
     as_names,
     dig,
-    objective,
 )
 
 if TYPE_CHECKING:
@@ -97,8 +97,6 @@ BUILDERS: dict[str, str] = {
 #: builds apart (models/phi3/_component_builders.py phi3: q_proj, k_proj, v_proj; phi3_mlp:
 #: gate_proj, up_proj; phi4 uses the same builders), so its LoRA names q/k/v apart
 _UNFUSED = ("phi3_", "phi4_")
-#: torchtune's preference losses (rlhf/loss/dpo.py, ppo.py) -> the objective they train
-_PREFERENCE = {"DPOLoss": "dpo", "RSOLoss": "rso", "SimPOLoss": "simpo", "PPOLoss": "ppo"}
 #: torchtune's module names -> PEFT's (Hugging Face) names in those families
 _ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
 _MLP = ("gate_proj", "up_proj", "down_proj")
@@ -180,8 +178,8 @@ def read(doc: Document) -> Facts:
         if setting is not None and as_bool(facts, key, setting):
             facts.state(field, value, key)
     loss = str(dig(data, "loss._component_") or "").rsplit(".", 1)[-1]
-    if loss in _PREFERENCE:
-        _preference(facts, _PREFERENCE[loss])
+    if loss in _PREFERENCE_LOSSES:
+        _objective(facts, data, loss)
     elif loss:
         if loss not in _LOSSES:
             raise facts.error("loss._component_", f"unknown loss {loss}")
@@ -197,19 +195,6 @@ def read(doc: Document) -> Facts:
         facts.ignore("custom_sharded_layers", "the layers it names are sharded as their own "
                      "FSDP units; not modelled (over)")  # fmt: skip
     return facts
-
-
-def _preference(facts: Facts, name: str) -> None:
-    """A preference loss: its recipe sized as SFT, or refused where a reference model is kept."""
-    if facts.get("method") is Method.full:
-        # recipes/full_dpo_distributed.py loads ref_checkpointer's model beside the policy
-        facts.state("method", Unsupported(f"{name} keeps a reference model beside a full "
-                                          "fine-tune"), "loss._component_")  # fmt: skip
-        return
-    # recipes/lora_dpo_*.py: the reference is the base with the adapters disabled; chosen and
-    # rejected run in one concatenated forward with the whole logits
-    facts.state("loss", LossKind.full, "loss._component_")
-    objective(facts, "loss._component_", name, "the rejected sequences are")
 
 
 def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
@@ -331,10 +316,14 @@ def export(plan: Plan) -> str:
         optimizer["fused"] = True
     if plan.optimizer is Optimizer.sgd_momentum:
         optimizer["momentum"] = 0.9
-    loss = {
-        LossKind.chunked: "torchtune.modules.loss.CEWithChunkedOutputLoss",
-        LossKind.full: "torch.nn.CrossEntropyLoss",
-    }[plan.loss]
+    loss: dict[str, Any] = {
+        "_component_": {
+            LossKind.chunked: "torchtune.modules.loss.CEWithChunkedOutputLoss",
+            LossKind.full: "torch.nn.CrossEntropyLoss",
+        }[plan.loss]
+    }
+    kind = "full" if plan.method is Method.full else "lora"
+    recipe = _export_objective(plan, loss, kind)
     config: dict[str, Any] = {
         "model": model,
         "tokenizer": {"max_seq_len": plan.seq_len},
@@ -342,19 +331,18 @@ def export(plan: Plan) -> str:
         "gradient_accumulation_steps": plan.grad_accum,
         "optimizer": optimizer,
         "optimizer_in_bwd": plan.optimizer_in_backward,
-        "loss": {"_component_": loss},
+        "loss": loss,
         "dtype": plan.precision.value,
         "enable_activation_checkpointing": plan.checkpointing is Checkpointing.full,
         "enable_activation_offloading": plan.activation_offload,
         "fsdp_cpu_offload": plan.offload is Offload.params,
         "device": "cuda",
     }
-    kind = "full" if plan.method is Method.full else "lora"
     if plan.hardware.gpus > 1:
         nproc = plan.hardware.gpus_per_node
-        run = f"tune run --nproc_per_node {nproc} {kind}_finetune_distributed --config FILE"
+        run = f"tune run --nproc_per_node {nproc} {recipe}_distributed --config FILE"
     else:
-        run = f"tune run {kind}_finetune_single_device --config FILE"
+        run = f"tune run {recipe}_single_device --config FILE"
     head = (
         f"# torchtune config written by memtui; merge it into the recipe's config "
         f"(tokenizer path, checkpointer, dataset)\n# run: {run}\n"
@@ -385,3 +373,46 @@ def _lora_export(plan: Plan) -> dict[str, Any]:
         "lora_alpha": 2 * plan.lora_rank,
         "lora_dropout": plan.lora_dropout,
     }
+
+
+# torchtune/rlhf/loss/dpo.py (DPOLoss, RSOLoss: hinge) and the older IPOLoss / SimPOLoss, the
+# losses of recipes/lora_dpo_single_device.py, lora_dpo_distributed.py, full_dpo_distributed.py
+_PREFERENCE_LOSSES = {
+    "DPOLoss": Objective.dpo,
+    "RSOLoss": Objective.dpo,
+    "IPOLoss": Objective.ipo,
+    "SimPOLoss": Objective.simpo,
+}
+
+
+def _objective(facts: Facts, data: dict[str, Any], loss: str) -> None:
+    """A DPO recipe's loss: chosen and rejected concatenated (the recipes'
+    concatenated_forward, whole fp32 logits: the full loss), the reference the LoRA base with
+    the adapter disabled (lora_dpo_*: disable_adapter) or the `ref_checkpointer`'s copy
+    (full_dpo_distributed)."""
+    facts.state("objective", _PREFERENCE_LOSSES[loss], "loss._component_")
+    facts.state("loss", LossKind.full, "loss._component_")
+    beta = dig(data, "loss.beta")
+    if beta is not None:
+        facts.state("beta", as_float(facts, "loss.beta", beta), "loss.beta")
+
+
+def _export_objective(plan: Plan, loss: dict[str, Any], kind: str) -> str:
+    """The recipe's loss block for the plan's objective (filled in), and the recipe's name
+    before _single_device / _distributed."""
+    if plan.objective is Objective.sft:
+        return f"{kind}_finetune"
+    if plan.objective is not Objective.dpo:  # IPOLoss and SimPOLoss left torchtune.rlhf
+        raise ConfigError(
+            f"torchtune has no recipe for --objective {plan.objective.value} memtui writes "
+            "(dpo: DPOLoss)"
+        )
+    if plan.loss is not LossKind.full:
+        raise ConfigError("torchtune's DPO recipes take the whole logits: --loss full")
+    if kind == "full" and plan.hardware.gpus == 1:
+        raise ConfigError("torchtune's full DPO recipe is full_dpo_distributed: more GPUs")
+    loss.clear()
+    loss["_component_"] = "torchtune.rlhf.loss.DPOLoss"
+    if plan.beta is not None:
+        loss["beta"] = plan.beta
+    return f"{kind}_dpo"

@@ -33,11 +33,13 @@ from memtui.estimator.choices import (
     Checkpointing,
     LossKind,
     Method,
+    Objective,
     Offload,
     Optimizer,
     OptimizerKernel,
     Precision,
     StackName,
+    VllmMode,
 )
 from memtui.plans.facts import (
     Document,
@@ -229,6 +231,7 @@ def read_args(
     named(facts, args.get("deepspeed"), where("deepspeed"), doc)
     fsdp_args(facts, args, where, doc)
     script_args(facts, args, where)
+    objective_args(facts, args, where)
 
 
 def amp_precision(facts: Facts, args: Mapping[str, Any], where: Callable[[str], str]) -> None:
@@ -449,6 +452,7 @@ def export_args(plan: Plan) -> dict[str, Any]:
         if plan.method is Method.qlora:
             args["load_in_4bit"] = True
             args["use_bnb_nested_quant"] = plan.qlora_double_quant
+    _export_objective(plan, args)
     return args
 
 
@@ -474,3 +478,106 @@ def fsdp_config(plan: Plan) -> dict[str, Any]:
     config["reshard_after_forward"] = sharding_of(plan, version)
     config["cpu_offload"] = plan.offload is Offload.params
     return config
+
+
+# The keys only one family of TRL 1.16's configs has (trl/trainer/*_config.py): what names
+# the trainer a config is for, the SFTConfig's otherwise. DPOConfig.loss_type is a list of
+# DPO's losses (ipo among them); CPOConfig's "simpo" is SimPO's; KTOConfig's are KTO's.
+_DPO_KEYS = ("precompute_ref_log_probs", "f_divergence_type", "sync_ref_model", "ld_alpha",
+             "rpo_alpha", "ref_model_init_kwargs")  # fmt: skip
+# (max_completion_length is also an older DPOConfig's and KTOConfig's: not a sign of GRPO)
+_ONLINE_KEYS = ("num_generations", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
+                "steps_per_generation")  # fmt: skip
+# DPOTrainer._compute_loss's loss types (SFTConfig.loss_type's "nll" and "dft" are not DPO's)
+_DPO_LOSSES = frozenset({"sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair",
+                         "sppo_hard", "aot", "aot_unpaired", "apo_zero", "apo_down", "discopop",
+                         "sigmoid_norm"})  # fmt: skip
+
+
+def objective_args(facts: Facts, args: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    """The TRL config a file or command line is (DPOConfig, KTOConfig, CPOConfig, RewardConfig,
+    GRPOConfig) and its objective's settings; a TrainingArguments / SFTConfig one is SFT."""
+    keys = set(args)
+    losses = args.get("loss_type")
+    loss = str(losses[0] if isinstance(losses, list) and losses else losses or "").lower()
+    if keys & set(_ONLINE_KEYS):
+        facts.state("objective", Objective.grpo, where(min(keys & set(_ONLINE_KEYS))))
+        facts.assume("GRPOConfig's keys (RLOOConfig shares them): sized as GRPO")
+    elif {"desirable_weight", "undesirable_weight"} & keys or loss in ("kto", "apo_zero_unpaired"):
+        facts.state("objective", Objective.kto, where("loss_type" if loss else "desirable_weight"))
+    elif "center_rewards_coefficient" in keys:
+        facts.state("objective", Objective.reward, where("center_rewards_coefficient"))
+    elif loss == "simpo" or "simpo_gamma" in keys:
+        facts.state("objective", Objective.simpo, where("loss_type" if loss else "simpo_gamma"))
+    elif "cpo_alpha" in keys:
+        facts.state("objective", Objective.cpo, where("cpo_alpha"))
+    elif loss in _DPO_LOSSES or keys & set(_DPO_KEYS):
+        objective = Objective.ipo if loss == "ipo" else Objective.dpo
+        facts.state(
+            "objective", objective, where("loss_type" if loss else min(keys & set(_DPO_KEYS)))
+        )
+    elif facts.get("objective") in (None, Objective.sft):
+        facts.default("objective", Objective.sft, where("loss_type"))
+        return
+    # else the trainer the launch names (trl dpo, scripts/grpo.py) said the objective
+    facts.assume("a TRL trainer: sized with whole logits (TRL 1.16's fused LM head needs less: "
+                 "--loss fused)")  # fmt: skip
+    if not {"activation_checkpointing", "gradient_checkpointing"} & keys:
+        # DPOConfig, KTOConfig, RewardConfig, GRPOConfig: gradient_checkpointing defaults True
+        facts.state("checkpointing", Checkpointing.full, where("gradient_checkpointing")
+                    + " (TRL's default True)")  # fmt: skip
+    if args.get("beta") is not None:
+        facts.state("beta", as_float(facts, where("beta"), args["beta"]), where("beta"))
+    if "precompute_ref_log_probs" in args:
+        value = as_bool(facts, where("precompute_ref_log_probs"), args["precompute_ref_log_probs"])
+        facts.state("precompute_ref_log_probs", value, where("precompute_ref_log_probs"))
+    for key in ("num_generations", "max_completion_length", "max_prompt_length"):
+        if args.get(key) not in (None, "None"):
+            facts.state(key, as_int(facts, where(key), args[key]), where(key))
+    if "use_vllm" in args and as_bool(facts, where("use_vllm"), args["use_vllm"]):
+        mode = str(args.get("vllm_mode", "colocate")).lower()  # GRPOConfig.vllm_mode's default
+        if mode not in ("colocate", "server"):
+            raise facts.error(where("vllm_mode"), f"unknown mode {mode!r} (colocate, server)")
+        facts.state("vllm_mode", VllmMode(mode), where("vllm_mode"))
+        if args.get("vllm_gpu_memory_utilization") is not None:
+            key = "vllm_gpu_memory_utilization"
+            facts.state(key, as_float(facts, where(key), args[key]), where(key))
+        if "vllm_enable_sleep_mode" in args:
+            key = "vllm_enable_sleep_mode"
+            facts.state("vllm_sleep_mode", as_bool(facts, where(key), args[key]), where(key))
+    elif facts.get("objective") is Objective.grpo:
+        facts.default("vllm_mode", VllmMode.none, where("use_vllm"))
+
+
+def _export_objective(plan: Plan, args: dict[str, Any]) -> None:
+    """The TRL config keys `objective_args` reads the plan's objective back from."""
+    from memtui.plans.facts import ConfigError
+
+    named = {Objective.dpo: "sigmoid", Objective.ipo: "ipo", Objective.kto: "kto",
+             Objective.simpo: "simpo"}  # fmt: skip
+    if plan.objective is Objective.sft:
+        return
+    if plan.objective is Objective.reward:
+        args["center_rewards_coefficient"] = None  # RewardConfig's own key (its default)
+    elif plan.objective in named:
+        losses = named[plan.objective]
+        args["loss_type"] = [losses] if plan.objective in (Objective.dpo, Objective.ipo) else losses
+        if plan.objective in (Objective.dpo, Objective.ipo, Objective.kto):
+            args["precompute_ref_log_probs"] = plan.precompute_ref_log_probs
+    elif plan.objective is Objective.grpo:
+        args.update(
+            num_generations=plan.num_generations,
+            max_completion_length=plan.max_completion_length,
+            use_vllm=plan.vllm_mode is not VllmMode.none,
+        )
+        if plan.vllm_mode is not VllmMode.none:
+            args["vllm_mode"] = plan.vllm_mode.value
+            args["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
+            args["vllm_enable_sleep_mode"] = plan.vllm_sleep_mode
+    else:
+        raise ConfigError(
+            f"--objective {plan.objective.value} has no TRL config memtui writes (TRL 1.16: "
+            "dpo, ipo, kto, simpo, reward, grpo)"
+        )
+    if plan.beta is not None:
+        args["beta"] = plan.beta

@@ -25,8 +25,8 @@ TRL's defaults that differ from TrainingArguments' (trl 1.16, the same at trl ma
 ModelConfig's LoRA keys (`use_peft`, `lora_r` 16, `lora_dropout` 0.05, `lora_target_modules`,
 `load_in_4bit`, `use_bnb_nested_quant`) are read by `memtui.plans.trainer_args.script_args`.
 
-memtui sizes supervised fine-tuning: a preference or RL trainer is sized as SFT of one
-sequence, and an assumption says what that leaves out.
+The trainer the launch names (`trl dpo`, `scripts/grpo.py`) is the plan's objective; its
+config's keys may name a variant (`loss_type: ipo`, `memtui.plans.trainer_args.objective_args`).
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from memtui.estimator.choices import Checkpointing
+from memtui.estimator.choices import Checkpointing, Objective
 from memtui.plans import trainer_args
-from memtui.plans.facts import Document, Facts, as_bool, as_int
+from memtui.plans.facts import Document, Facts, Unsupported, as_bool, as_int
 
 _SOURCE = "trl 1.16"
 
 
 @dataclass(frozen=True)
 class Trainer:
-    """One TRL trainer: its config class and what sizing it as SFT leaves out."""
+    """One TRL trainer: its config class and the objective it trains."""
 
     name: str
     """The `trl` subcommand (sft, dpo, ...)."""
@@ -53,30 +53,24 @@ class Trainer:
     """Its config class and where its `max_length` default is (trl 1.16)."""
     max_length: int | None
     """The config's `max_length` default; None: it has none (GRPO, RLOO)."""
-    objective: str | None = None
-    """What sizing it as SFT does not count; None for SFT itself."""
+    objective: Objective | Unsupported = Objective.sft
+    """What it trains (its config's keys may name a variant: `loss_type: ipo`)."""
 
 
 TRAINERS = {
     t.name: t
     for t in (
         Trainer("sft", "SFTConfig (trainer/sft_config.py:202)", 1024),
-        Trainer("dpo", "DPOConfig (trainer/dpo_config.py:195)", 1024,
-                "the reference model and the rejected sequences are not counted"),
-        Trainer("kto", "KTOConfig (trainer/kto_config.py:166)", 1024,
-                "the reference model is not counted"),
-        Trainer("reward", "RewardConfig (trainer/reward_config.py:144)", 1024,
-                "the rejected sequences and the score head are not counted"),
+        Trainer("dpo", "DPOConfig (trainer/dpo_config.py:195)", 1024, Objective.dpo),
+        Trainer("kto", "KTOConfig (trainer/kto_config.py:166)", 1024, Objective.kto),
+        Trainer("reward", "RewardConfig (trainer/reward_config.py:144)", 1024, Objective.reward),
         Trainer("orpo", "ORPOConfig (experimental/orpo/orpo_config.py:79)", 1024,
-                "the rejected sequences are not counted"),
-        Trainer("cpo", "CPOConfig (experimental/cpo/cpo_config.py:99)", 1024,
-                "the rejected sequences are not counted"),
-        Trainer("grpo", "GRPOConfig (trainer/grpo_config.py:494)", None,
-                "the generations, the reference model (beta > 0) and vLLM are not counted"),
-        Trainer("rloo", "RLOOConfig (trainer/rloo_config.py:315)", None,
-                "the generations, the reference model and vLLM are not counted"),
+                Objective.orpo),
+        Trainer("cpo", "CPOConfig (experimental/cpo/cpo_config.py:99)", 1024, Objective.cpo),
+        Trainer("grpo", "GRPOConfig (trainer/grpo_config.py:494)", None, Objective.grpo),
+        Trainer("rloo", "RLOOConfig (trainer/rloo_config.py:315)", None, Objective.rloo),
         Trainer("online_dpo", "OnlineDPOConfig (experimental/online_dpo)", None,
-                "the generations, the reference and reward models are not counted"),
+                Unsupported("online DPO (generations judged by a reward model or a judge)")),
     )
 }  # fmt: skip
 """The trainers by `trl` subcommand (trl 1.16 cli/commands/__init__.py get_commands) and
@@ -174,13 +168,10 @@ def read_trl(
         facts, where("activation_offloading"), args["activation_offloading"]
     ):
         facts.state("activation_offload", True, where("activation_offloading"))
-    if "use_vllm" in args and as_bool(facts, where("use_vllm"), args["use_vllm"]):
-        mode = args.get("vllm_mode", "colocate")  # grpo_config.py:594, :656
-        share = ": in colocate mode it holds vllm_gpu_memory_utilization (0.3) of each GPU"
-        facts.assume(f"{where('use_vllm')}: vLLM ({mode}) is not counted"
-                     + (share if mode == "colocate" else ""))  # fmt: skip
-    if trainer.objective:
-        facts.assume(f"trl {trainer.name}: sized as SFT; {trainer.objective}")
+    if trainer.objective is not Objective.sft:
+        # the trainer's own objective; a config key naming a variant (loss_type: ipo) wins
+        # (trainer_args.objective_args, read below)
+        facts.state("objective", trainer.objective, f"trl {trainer.name}")
     kwargs = args.get("model_init_kwargs")
     if isinstance(kwargs, Mapping):
         for key in ("dtype", "torch_dtype"):

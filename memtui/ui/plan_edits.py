@@ -364,6 +364,22 @@ _LAID_OUT: tuple[Setting, ...] = (
     _row("loss"),
     _row("optimizer_in_backward"),
     _row("tp"),
+    _row("objective"),
+    _row("ref_model"),
+    _row("precompute_ref_log_probs"),
+    _ladder_setting(
+        "beta",
+        (None, 0.0, 0.001, 0.01, 0.04, 0.1, 0.5),
+        lambda v: "TRL's" if v is None else f"{v:g}",
+    ),
+    _row("num_generations"),
+    _row("max_prompt_length"),
+    _row("max_completion_length"),
+    _row("vllm_mode"),
+    _ladder_setting(
+        "vllm_gpu_memory_utilization", tuple(k / 10 for k in range(1, 10)), lambda v: f"{v:.0%}"
+    ),
+    _row("vllm_sleep_mode"),
     Setting(
         "overhead",
         _label("overhead.enabled"),

@@ -16,14 +16,22 @@ from typing import ClassVar
 
 from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
 from memtui.estimator.capabilities import CAPABILITIES, StackCapabilities
-from memtui.estimator.choices import StackName, Strategy
+from memtui.estimator.choices import Objective, StackName, Strategy
 from memtui.estimator.memo import BoundedCache
+from memtui.estimator.objectives import (
+    NOTHING,
+    ObjectiveBytes,
+    head_bytes,
+    objective_bytes,
+    trained_shape,
+)
 from memtui.estimator.plan import Plan
 from memtui.estimator.runtime import Runtime, runtime
 from memtui.estimator.state import (
     Layout,
     StaticState,
     TrainableTensor,
+    frozen_copy_bytes,
     shard,
     trainable_tensors,
 )
@@ -48,6 +56,8 @@ class Breakdown:
     """The overhead term's parts and the allocated / reserved / device totals."""
     cpu_bytes: int
     """CPU RAM per GPU: offloaded state and offloaded activations (pinned)."""
+    objective: ObjectiveBytes = NOTHING
+    """What the objective keeps beside the policy (its terms, the generation phase)."""
 
     @property
     def total(self) -> int:
@@ -129,10 +139,19 @@ class BookStack:
         lever list and the micro-batch search call it many times)."""
         arch = plan.model.architecture
         state = self.static_state(plan, strategy)
-        setup = self.setup(plan)
-        acts = activation_bytes(arch, setup, plan.seq_len, plan.micro_batch)
-        logits = logits_bytes(arch, setup, plan.seq_len, plan.micro_batch)
-        extra = self.transient(plan, strategy, state, setup)
+        # the micro-batch as the objective's trainer runs it (DPO: chosen and rejected)
+        seq, rows = trained_shape(plan)
+        shaped = (
+            plan
+            if (seq, rows) == (plan.seq_len, plan.micro_batch)
+            else (plan.model_copy(update={"seq_len": seq, "micro_batch": rows}))
+        )
+        setup = self.setup(shaped)
+        acts = activation_bytes(arch, setup, seq, rows)
+        logits = head_bytes(plan, arch, setup, seq, rows)
+        if logits is None:
+            logits = logits_bytes(arch, setup, seq, rows)
+        extra = self.transient(shaped, strategy, state, setup)
         # zero_grad(set_to_none=True), torch.optim's default since torch 2.0 (optim/
         # optimizer.py Optimizer.zero_grad): no gradient exists at a step's first forward
         if (
@@ -142,12 +161,17 @@ class BookStack:
             and not plan.versions.before(Package.torch, (2, 0))
         ):
             extra = replace(extra, cleared=state.gradients)
-        books = Books(plan, state, setup, acts, logits, extra)
+        goal = (
+            NOTHING
+            if plan.objective is Objective.sft
+            else objective_bytes(plan, frozen_copy_bytes(plan, strategy), state.total)
+        )
+        books = Books(plan, state, setup, acts, logits, extra, goal)
         # the allocator's terms first: the runtime overhead is computed around their sum
         terms = {kind: hook(books) for kind, hook in TermKind.allocator_hooks}
         rt = runtime(plan, sum(terms.values()), state.managed)
-        around = Books(plan, state, setup, acts, logits, extra, rt)
+        around = Books(plan, state, setup, acts, logits, extra, goal, rt)
         for kind, hook in TermKind.outside_hooks:
             terms[kind] = hook(around)
-        offloaded = offloaded_bytes(arch, setup, plan.seq_len, plan.micro_batch)
-        return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded)
+        offloaded = offloaded_bytes(arch, setup, seq, rows)
+        return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded, goal)

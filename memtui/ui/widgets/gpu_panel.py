@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 
 from memtui.estimator import Budget, TermKind
+from memtui.estimator.objectives import OBJECTIVE_TERMS
 from memtui.telemetry import ClusterSnapshot, DeviceKey
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import term_styles
@@ -206,6 +207,7 @@ class GpuPanel(Vertical):
                     f"{term.key.short if short else term.label.lower()} {num(term.bytes, unit)}",
                 )
                 for term in view.budget.terms
+                if term.bytes or term.key.value not in OBJECTIVE_TERMS  # unused models: off
             ]
             variants.append([*head, *terms])
         return variants
