@@ -165,6 +165,7 @@ def test_a_changed_plan_changes_only_its_keys(
     path: Path,
     change: str,
     tmp_path: Path,
+    request: pytest.FixtureRequest,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -181,8 +182,11 @@ def test_a_changed_plan_changes_only_its_keys(
     assert all(key[-1] in allowed for key in touched), (touched, err)
     if (shown, change) in MUST_EDIT:
         assert touched and out != path.read_text()
-    edited = tmp_path / path.name
+    # beside the original, where the files it names by relative path are (a DeepSpeed JSON,
+    # ../deepspeed_config_templates/...); removed when the test ends
+    edited = path.with_name(f".edited-{os.getpid()}-{path.name}")
     edited.write_text(out)
+    request.addfinalizer(lambda: edited.unlink(missing_ok=True))
     assert config_file([str(edited)], None, CONFIGS) is not None
     fmt = config_file([shown], None, CONFIGS).fmt  # type: ignore[union-attr]
     wanted = plan_of(["--from", shown, *flags])
