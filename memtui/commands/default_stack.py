@@ -51,11 +51,11 @@ def _installed(names: tuple[str, ...]) -> bool:
 
 
 def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> Chosen:
-    """`plan` as is when its stack was named (a flag, the job's files), else `plan` under
-    the stack the rule chooses."""
+    """`plan` as is when its stack was named (a flag, the job's files, a saved --plan), else
+    `plan` under the stack the rule chooses."""
     from memtui.estimator.budget import per_gpu_total
 
-    if args.stack is not None or imported is not None:
+    if args.stack is not None or imported is not None or getattr(args, "plan", None):
         return Chosen(plan, imported)
     stacks = list(FRAMEWORKS)
     where = "the framework stacks"

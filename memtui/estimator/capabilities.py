@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from memtui.errors import PlanError
-from memtui.estimator.choices import LossKind, Offload, Precision, StackName, Strategy
+from memtui.estimator.choices import Loop, LossKind, Offload, Precision, StackName, Strategy
 
 
 class _Gpus(Protocol):
@@ -68,6 +68,9 @@ class StackCapabilities:
     name: StackName
     label: str
     """What a person reads next to the verdict."""
+    own_loop: Loop | None = Loop.trainer
+    """The loop it runs when the plan names none (`memtui.estimator.loops`; None: the generic
+    stack's textbook step, no loop)."""
     strategies: tuple[Strategy, ...] = tuple(Strategy)
     precisions: tuple[Precision, ...] = tuple(Precision)
     losses: tuple[LossKind, ...] = tuple(LossKind)
@@ -171,7 +174,7 @@ _FSDP2 = StackCapabilities(
 CAPABILITIES: dict[StackName, StackCapabilities] = {
     caps.name: caps
     for caps in (
-        StackCapabilities(name=StackName.generic, label="generic"),
+        StackCapabilities(name=StackName.generic, label="generic", own_loop=None),
         StackCapabilities(
             name=StackName.trainer,
             label="Trainer + accelerate",
@@ -200,7 +203,6 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             saves_by_module=True,  # _zero3_consolidated_16bit_state_dict: GatheredParameters
         ),
         _FSDP2,
-        # FullyShardedDataParallel through accelerate runs what fully_shard does
         # FullyShardedDataParallel through accelerate runs what fully_shard does, and
         # ShardingStrategy.NO_SHARD (ddp: nothing sharded, each unit cast to bf16 in turn)
         replace(
@@ -212,6 +214,7 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
         StackCapabilities(
             name=StackName.torchtune,
             label="torchtune",
+            own_loop=Loop.torchtune,
             strategies=(Strategy.fsdp, Strategy.ddp),
             precisions=(Precision.bf16, Precision.fp32),
             # the chunked losses, or CrossEntropyLoss
@@ -231,6 +234,7 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
         StackCapabilities(
             name=StackName.litgpt,
             label="LitGPT",
+            own_loop=Loop.litgpt,
             strategies=(Strategy.fsdp, Strategy.ddp),
             precisions=(Precision.bf16, Precision.bf16_autocast),
             losses=(LossKind.chunked,),  # chunked_cross_entropy

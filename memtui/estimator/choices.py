@@ -67,7 +67,7 @@ class StackName(Choice):
 
 
 class Loop(Choice):
-    auto = "auto"  # the stack's own loop (memtui.estimator.loops.LOOP_OF)
+    auto = "auto"  # the stack's own loop (StackCapabilities.own_loop)
     trainer = "trainer"  # Transformers' Trainer.training_step
     accelerate = "accelerate"  # accelerate's examples: output = model(**batch); backward
     custom = "custom"  # a hand-written loop: its choices are flags (--loop-keeps-output)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memtui.errors import PlanError
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import Loop, StackName
 
 
@@ -51,31 +52,23 @@ LOOPS: dict[Loop, LoopShape] = {
 }
 """Every loop but auto, by name."""
 
-OWN_LOOP: dict[StackName, Loop | None] = {
-    StackName.generic: None,
-    StackName.trainer: Loop.trainer,
-    StackName.deepspeed: Loop.trainer,
-    StackName.fsdp2: Loop.trainer,
-    StackName.fsdp1: Loop.trainer,
-    StackName.torchtune: Loop.torchtune,
-    StackName.litgpt: Loop.litgpt,
-}
-"""The loop each stack runs by default (None: the generic stack's textbook step, no loop)."""
 
 _TRANSFORMERS_LOOPS = frozenset({Loop.trainer, Loop.accelerate, Loop.custom})
-_TRANSFORMERS_STACKS = frozenset(s for s, loop in OWN_LOOP.items() if loop is Loop.trainer)
+_TRANSFORMERS_STACKS = frozenset(
+    s for s, caps in CAPABILITIES.items() if caps.own_loop is Loop.trainer
+)
 
 
 def loop_for(stack: StackName, loop: Loop) -> Loop | None:
     """The loop that runs a plan of `stack` (auto: the stack's own); PlanError for a loop the
     stack's model code cannot run under."""
     if loop is Loop.auto:
-        return OWN_LOOP[stack]
+        return CAPABILITIES[stack].own_loop
     if loop in _TRANSFORMERS_LOOPS and stack in _TRANSFORMERS_STACKS | {StackName.generic}:
         return loop
-    if loop is OWN_LOOP[stack]:
+    if loop is CAPABILITIES[stack].own_loop:
         return loop
-    own = OWN_LOOP[stack]
+    own = CAPABILITIES[stack].own_loop
     raise PlanError(
         f"the {stack.value} stack runs {own.value if own else 'no'} loop, not {loop.value}"
         + (
