@@ -339,6 +339,15 @@ def test_qwen2_moe_sparse_step_and_mlp_only_layers() -> None:
     assert base.experts_per_token == 4 and base.expert_width == 1408
 
 
+@pytest.mark.parametrize("key", ["num_hidden_layers", "hidden_size"])
+def test_a_size_past_any_model_is_refused_before_the_layers_are_walked(key: str) -> None:
+    # 2^200 layers: the MoE reader walks the layers one by one (it would never end); a size
+    # past 2^53 is no real model's (and its digits are never printed)
+    huge = 2**200
+    with pytest.raises(ModelConfigError, match=f"'{key}' must be at most .*201-bit number"):
+        architecture_from_config({**QWEN15_MOE, key: huge})
+
+
 def test_module_names_follow_each_family() -> None:
     def names(config: dict[str, Any]) -> set[str]:
         return {lin.name for lin in architecture_from_config(config).linear_layers}

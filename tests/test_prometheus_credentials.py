@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import watch
 
+from memtui.bounded import TOKEN
 from memtui.errors import SourceError
 from memtui.telemetry import SourceState
 from memtui.telemetry.prometheus import (
     BASIC_AUTH_ENV,
-    MAX_SECRET_BYTES,
     TOKEN_ENV,
     PrometheusSource,
     authorization,
@@ -122,7 +122,7 @@ def test_a_fifo_a_device_or_a_huge_file_is_no_credential(tmp_path: Path) -> None
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # nobody writes: a plain open() would wait forever
     big = tmp_path / "big"
-    big.write_bytes(b"a" * (MAX_SECRET_BYTES + 1))
+    big.write_bytes(b"a" * (TOKEN.limit + 1))
     for path, why in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
                       (big, "over 64 KiB")):  # fmt: skip
         with pytest.raises(SourceError, match=why):

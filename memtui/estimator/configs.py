@@ -31,6 +31,13 @@ class ModelConfigError(MemtuiError):
 
 
 _MISSING = object()
+MAX_CONFIG_INT = 2**53
+"""The largest integer a config may give: JSON numbers past it are not exact in the reader
+that wrote them, and no size of a real model comes near it."""
+MAX_LAYERS = 100_000
+"""The most layers a config may give: some 500x the deepest published models (GPT-3 has 96,
+Llama 3.1 405B 126); the readers walk the layers one by one (MoE sparse-layer rules)."""
+_MAXIMA = {"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS}
 
 
 def _describe(value: object) -> str:
@@ -113,6 +120,9 @@ class _Reader:
             raise self.error(key, f"must be an integer, got {_describe(value)}")
         if value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
+        top = _MAXIMA.get(key, MAX_CONFIG_INT)
+        if value > top:  # str() of a 4,300-digit int raises: say its size, not its digits
+            raise self.error(key, f"must be at most {top:,}, got a {value.bit_length()}-bit number")
         return value
 
     def opt_int(self, *keys: str, minimum: int = 1) -> int | None:

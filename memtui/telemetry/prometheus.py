@@ -42,7 +42,6 @@ import re
 import select
 import shutil
 import ssl
-import stat
 import subprocess
 import time
 import urllib.error
@@ -873,27 +872,16 @@ def authorization(
     return None
 
 
-MAX_SECRET_BYTES = 64 * 1024
-"""The most a credential file may hold: a bearer token (a JWT included) is a few KiB."""
-
-
 def _secret(path: str, flag: str) -> str:
-    """A credential file's text, read bounded: a regular file only (a FIFO or a device would
-    block or never end), opened without waiting on a FIFO's writer."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise SourceError(f"{flag} {path}: not a regular file")
-            data = file.read(MAX_SECRET_BYTES + 1)
-    except OSError as err:
-        raise SourceError(f"{flag} {path}: {err.strerror or err}") from None
-    if len(data) > MAX_SECRET_BYTES:
-        raise SourceError(f"{flag} {path}: over {MAX_SECRET_BYTES // 1024} KiB, not a credential")
+    """A credential file's text, through the one bounded reader (a regular file of at most
+    `memtui.bounded.TOKEN`, opened without waiting on a FIFO's writer)."""
+    from memtui.bounded import TOKEN, read_bytes
+
+    data = read_bytes(path, TOKEN, SourceError, f"{flag} {shown(path)}")
     try:
         return data.decode("utf-8").strip()
     except UnicodeDecodeError:
-        raise SourceError(f"{flag} {path}: not UTF-8 text") from None
+        raise SourceError(f"{flag} {shown(path)}: not UTF-8 text") from None
 
 
 def slurm_job(job: str, timeout_s: float = SLURM_TIMEOUT_S) -> tuple[list[str], float | None]:
