@@ -59,10 +59,14 @@ def one_gpu(**update: object) -> Plan:
 
 
 def state(p: Plan) -> tuple[int, int, int, int]:
-    """(weights, gradients, master weights, optimizer states) bytes per GPU: the static
-    state the optimizer step holds (the gradients term is the share alive at the peak)."""
-    s = breakdown(p).state
-    return (s.weights, s.gradients, s.master_weights, s.optimizer_states)
+    """(weights, gradients, master weights, optimizer states) bytes per GPU."""
+    t = breakdown(p).terms
+    return (
+        t[TermKind.weights],
+        t[TermKind.gradients],
+        t[TermKind.master_weights],
+        t[TermKind.optimizer_states],
+    )
 
 
 def test_the_shape_read_here_is_the_published_parameter_count():

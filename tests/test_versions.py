@@ -159,28 +159,16 @@ def test_the_kbit_upcast_makes_the_checkpointed_stream_fp32_in_every_stack(stack
     assert delta(Checkpointing.full) - delta(Checkpointing.none) == LAYERS * B * S * H * 2
 
 
-def test_gradients_cleared_to_none_are_absent_at_the_loss_and_held_by_the_step():
-    # torch optim/optimizer.py Optimizer.zero_grad(set_to_none=True) (default since 2.0),
-    # called after each step: with one micro-batch per step no gradient exists at the
-    # forward; the step holds them all. The peak is the larger of the two moments.
+def test_gradients_are_counted_whole_even_where_the_loop_clears_them_between_steps():
+    # zero_grad(set_to_none=True) (torch optim/optimizer.py, default since 2.0) frees them
+    # after each step, but backward builds them while the loss's buffers and the activations
+    # are still alive, lm_head's and the last layers' first: a real Trainer step on CPU peaks
+    # 11% above "the loss's moment without gradients" (tests/test_measure_stacks.py), so the
+    # books keep every gradient at the peak, one micro-batch per step or several
     full = {"method": Method.full}
-    one, accum = breakdown(plan(**full)), breakdown(plan(**full, grad_accum=2))
-    grads = one.state.gradients
-    assert accum.terms[TermKind.gradients] == grads  # accumulated: alive at every loss
-    t = one.transient
-    at_loss = one.state.total - grads + one.per_sample + t.persistent + t.backward
-    at_step = one.state.total + t.persistent + t.step
-    assert one.total == max(at_loss, at_step)
-    assert one.terms[TermKind.gradients] < grads  # this plan peaks at the loss
-    assert accum.total == one.total + grads - one.terms[TermKind.gradients]
-    # a short sequence: the optimizer step is the peak, every gradient counted (the
-    # activations term stays the loss's, the gradients term the rest of the step's peak)
-    short = breakdown(plan(**full, seq_len=16, micro_batch=1))
-    assert short.total == short.state.total + short.transient.persistent + short.transient.step
-    assert short.terms[TermKind.gradients] + short.per_sample == short.state.gradients
-    # torch before 2.0 zeroed them in place (set_to_none=False): they stay allocated
-    old = breakdown(plan(**full, versions={"torch": {"version": "1.13.1", "source": "a test"}}))
-    assert old.terms[TermKind.gradients] == grads
+    for p in (plan(**full), plan(**full, grad_accum=2)):
+        b = breakdown(p)
+        assert b.terms[TermKind.gradients] == b.state.gradients > 0
 
 
 def test_fsdp1_no_shard_keeps_the_whole_fp32_model_and_casts_one_unit_at_a_time():

@@ -178,8 +178,7 @@ class TermKind(str, metaclass=_Registry):
         dark="#af87ff",
         light="#7040c0",
         source="one gradient per trainable parameter (memtui.estimator.state.gradient_bytes)",
-        # those alive at the step's peak (a loop clears them between steps: Transient.cleared)
-        bytes=lambda b: b.state.gradients - b.transient.absent_gradients(b.activations + b.logits),
+        bytes=lambda b: b.state.gradients,
         static=True,
     )
     master_weights = Declaration(

@@ -26,28 +26,10 @@ class Transient:
     step: int
     """Temporaries of the optimizer step on the GPU."""
     detail: str
-    cleared: int = 0
-    """Gradient bytes the loop clears to None after each optimizer step, so that the
-    forward and the loss's backward run without them and only the optimizer step holds
-    them all (0: they stay allocated through the step)."""
-
-    def absent_gradients(self, activations: int) -> int:
-        """Bytes of the cleared gradients not alive at the step's peak: the peak is the
-        larger of the loss's moment (activations and backward buffers, no gradients) and
-        the optimizer step's (every gradient and the step's temporaries); backward's moments
-        in between hold a share of each, so they lie between the two. At the step's peak the
-        activations term stays the loss's (the micro-batch search solves on it) and the
-        gradients term is the rest of what the step holds."""
-        if not self.cleared:
-            return 0
-        at_step = self.cleared + self.step - activations - self.backward
-        return self.cleared - min(self.cleared, max(0, at_step))
 
     def peak_extra(self, activations: int) -> int:
-        """Bytes above static (less the gradients absent at the peak) + activations at the
-        step's peak."""
-        alive = self.cleared - self.absent_gradients(activations)
-        return self.persistent + max(self.backward, self.step + self.cleared - alive - activations)
+        """Bytes above static + activations at the step's peak."""
+        return self.persistent + max(self.backward, self.step - activations)
 
 
 def unit_parameters(plan: Plan) -> tuple[float, float]:

@@ -11,7 +11,7 @@ memtui's own model of a step and every other stack starts from it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
@@ -37,7 +37,6 @@ from memtui.estimator.state import (
 )
 from memtui.estimator.terms import Books, TermKind
 from memtui.estimator.transient import Transient
-from memtui.estimator.versions import Package
 
 
 @dataclass(frozen=True)
@@ -83,10 +82,6 @@ class BookStack:
 
     name: ClassVar[StackName]
     """Its key in `memtui.estimator.capabilities.CAPABILITIES`, where what it can run is."""
-    clears_gradients: ClassVar[bool] = True
-    """Its loop sets the gradients to None after each optimizer step (every loop of
-    `memtui.estimator.loops` calls zero_grad after the step); False: they stay allocated
-    (the generic stack's textbook step, DeepSpeed's own gradient partitions)."""
 
     def __init__(self) -> None:
         self._states = BoundedCache()
@@ -152,15 +147,6 @@ class BookStack:
         if logits is None:
             logits = logits_bytes(arch, setup, seq, rows)
         extra = self.transient(shaped, strategy, state, setup)
-        # zero_grad(set_to_none=True), torch.optim's default since torch 2.0 (optim/
-        # optimizer.py Optimizer.zero_grad): no gradient exists at a step's first forward
-        if (
-            self.clears_gradients
-            and plan.grad_accum == 1
-            and not plan.optimizer_in_backward
-            and not plan.versions.before(Package.torch, (2, 0))
-        ):
-            extra = replace(extra, cleared=state.gradients)
         goal = (
             NOTHING
             if plan.objective is Objective.sft

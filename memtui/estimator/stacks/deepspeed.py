@@ -87,7 +87,6 @@ class DeepSpeedStack(BookStack):
     name = StackName.deepspeed
     # the engine owns its gradient partitions (runtime/zero/stage_1_and_2.py,
     # stage3.py), not read for when they are freed: counted through the step
-    clears_gradients = False
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]

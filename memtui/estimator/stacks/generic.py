@@ -86,7 +86,6 @@ class GenericStack(BookStack):
     the framework the strategy names."""
 
     name = StackName.generic
-    clears_gradients = False  # the textbook step (the reference analyses) holds them
 
     def layout(
         self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
@@ -114,8 +113,7 @@ class GenericStack(BookStack):
         return {
             TermKind.weights: f"{plan.precision.value} weights, {_METHOD_TEXT[plan.method]}; "
             f"{sharded} (ZeRO paper sec. 5)",
-            TermKind.gradients: f"{s.trainable:,} trainable parameters; {sharded}"
-            + _cleared_text(breakdown),
+            TermKind.gradients: f"{s.trainable:,} trainable parameters; {sharded}",
             TermKind.master_weights: "fp32 copy, 4 B/trainable param (mixed precision, "
             "Micikevicius et al. 2018)",
             TermKind.optimizer_states: f"{plan.optimizer.value}, "
@@ -127,18 +125,6 @@ class GenericStack(BookStack):
             TermKind.transient: breakdown.transient.detail,
             TermKind.overhead: _runtime_text(breakdown),
         }
-
-
-def _cleared_text(breakdown: Breakdown) -> str:
-    cleared = breakdown.transient.cleared
-    if not cleared:
-        return ""
-    alive = breakdown.terms[TermKind.gradients]
-    return (
-        f"; {alive / 1e9:.2f} of {cleared / 1e9:.2f} GB alive at the peak: the loop sets them "
-        "to None after each step (zero_grad(set_to_none=True), torch >= 2.0), so the forward "
-        "and the loss run without them and the optimizer step holds them all"
-    )
 
 
 def _loss_text(plan: Plan) -> str:
