@@ -258,7 +258,11 @@ HOSTILE_RUNS = [
     (("estimate", "--model", ""), 2, "--model is empty"),
     (("estimate", "--params", "1e30"), 2, "parameters: 1e+30 is above 1e+14"),
     (("estimate", "--params", "1e14"), 0, None),
-    (("estimate", "--model", "{huge_hidden.json}"), 2, "huge_hidden.json: parameters: "),
+    (
+        ("estimate", "--model", "{huge_hidden.json}"),
+        2,
+        "huge_hidden.json: field 'n_embd' must be at most",
+    ),
     (("estimate", "--model", "{float_hidden.json}"), 2, "must be an integer, got number"),
     (("estimate", *GPT2, "--tp", "5"), 2, "tp (5) must divide the GPU count (8)"),
     (("estimate", *GPT2, "--gpus", "5", "--tp", "5"), 2, "attention heads (12)"),
