@@ -94,7 +94,9 @@ def test_parameters_are_bounded_well_above_any_real_model() -> None:
 
 def test_a_config_with_an_absurd_hidden_size_names_its_file(tmp_path) -> None:
     config = dict(CATALOG["meta-llama/Llama-2-7b-hf"].config)
-    config["hidden_size"] = 32 * 10**30  # a multiple of its 32 heads: passes the shape checks
+    # a multiple of its 32 heads (passes the shape checks) below the reader's 2^53 bound on a
+    # config integer: the parameter bound is what refuses it
+    config["hidden_size"] = 32 * 10**9
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     with pytest.raises(ModelConfigError, match=f"{path}: parameters: .* above 1e\\+14"):
