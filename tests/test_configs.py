@@ -736,3 +736,16 @@ def test_mistral3_reads_its_text_config_and_ties_as_transformers_does() -> None:
                 "text_config": {**config.to_dict()["text_config"], "model_type": "llama"},
             }
         )
+
+
+def test_a_multimodal_checkpoint_says_its_vision_tower_is_not_counted() -> None:
+    # Gemma3ForConditionalGeneration holds a SigLIP tower and a projector beside the decoder
+    # memtui describes: every report says so (an under-prediction by their weights otherwise)
+    from memtui.estimator import Plan, estimate
+
+    arch = architecture_from_config(GEMMA3_4B)
+    assert "vision tower" in arch.not_described
+    assert not architecture_from_config(GEMMA3_1B).not_described  # text-only: nothing beside
+    model = load_model("google/gemma-3-4b-it")
+    report = estimate(Plan(model=model))
+    assert any("vision tower" in line and "not counted" in line for line in report.assumptions)

@@ -309,6 +309,9 @@ class Architecture(BaseModel):
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
     """True when the shape was inferred from a bare parameter count, not read from a config."""
+    not_described: str = ""
+    """What the checkpoint holds beside the decoder described here (a multimodal model's
+    vision tower and projector): not counted, and said on every report."""
     router_bias: bool = False
     """The MoE router has a bias of E (gpt-oss, modeling_gpt_oss.py GptOssTopKRouter)."""
     attention_sinks: bool = False

@@ -113,6 +113,11 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             f"{arch.hidden_size}, {arch.num_heads} heads, vocabulary {arch.vocab_size:,} "
             "(Kaplan et al. 2020: P ~ 12 L h^2, h/L ~ 128)"
         )
+    if arch.not_described:
+        out.append(
+            f"{plan.model.name}: {arch.not_described} are not counted: the budget is the text "
+            "decoder's (the checkpoint holds more weights; under by their size)"
+        )
     if optimizer_spec(plan.optimizer).paged:
         out.append(
             "paged optimizer state is CUDA managed memory: nvidia-smi counts it while it is on "

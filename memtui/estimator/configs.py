@@ -349,6 +349,7 @@ def _gemma3(r: _Reader) -> dict[str, Any]:
     text = r.nested("text_config", "gemma3_text", GEMMA3_TEXT_DEFAULTS)
     arch = _gemma3_text(text)
     arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
+    arch["not_described"] = "the SigLIP vision tower and multi_modal_projector"
     return arch
 
 
@@ -373,6 +374,7 @@ def _mistral3(r: _Reader) -> dict[str, Any]:
     # a Mistral3Config that does not say otherwise), not text_config's.
     arch = _mistral(r.nested("text_config", "mistral", MISTRAL_DEFAULTS))
     arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
+    arch["not_described"] = "the Pixtral vision tower and multi_modal_projector"
     return arch
 
 
