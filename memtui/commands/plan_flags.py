@@ -352,7 +352,7 @@ def _count_gpus(imported: Imported, default: int) -> None:
     reason = imported.derived.gpus_unknown
     if reason is None:
         return
-    from memtui.telemetry.local_gpus import local_gpu_count
+    from memtui.telemetry.nvml import local_gpu_count
 
     count = local_gpu_count()
     if count is not None:

@@ -60,8 +60,9 @@ def register(sub: Any) -> None:
 def _plan_given(args: argparse.Namespace) -> bool:
     probe = argparse.ArgumentParser(add_help=False)
     add_plan_arguments(probe)
+    # a flag differs from its default when given (--installed-versions defaults to False)
     dests = {a.dest for a in probe._actions}
-    return any(getattr(args, d, None) is not None for d in dests)
+    return any(getattr(args, d, None) != probe.get_default(d) for d in dests)
 
 
 def plan_and_report(args: argparse.Namespace) -> tuple[Plan, Report] | tuple[None, None]:

@@ -447,6 +447,7 @@ class Plan(Frozen):
             "--loop",
             "the training loop around the model: what it keeps alive through backward "
             "(auto: the stack's own; custom: a hand-written loop, see --loop-keeps-output)",
+            label="Loop",
         ),
     ] = Loop.auto
     """The loop that runs the step (`memtui.estimator.loops`)."""
@@ -457,6 +458,7 @@ class Plan(Frozen):
             "--loop-keeps-output",
             "--loop custom: the loop holds the model output until after backward and the "
             "optimizer step (output = model(**batch); loss = output.loss)",
+            label="Loop keeps output",
         ),
     ] = True
     """A custom loop keeps the model's output (its logits) referenced through backward, as

@@ -17,9 +17,10 @@ calls (pynvml asks for the count first): see `STEADY_CALLS_PER_GPU`.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -603,3 +604,42 @@ def _readings(
 def _percent(value: int) -> int | None:
     """A utilization rate, None for NVML's 32-bit "not available" or anything past 100."""
     return int(value) if 0 <= int(value) <= 100 else None
+
+
+# -- the node's GPU count, for a plan whose files give none --------------------------------
+# `accelerate launch` without a config, `deepspeed` without --num_gpus, torchrun's
+# `--nproc_per_node gpu` and LLaMA-Factory without NPROC_PER_NODE start one process per
+# visible GPU (torch.cuda.device_count()); `memtui estimate --from` asks here when the files
+# give no count. No GPU, no driver or no pynvml: None (the caller then says what it assumed).
+
+
+def local_gpu_count(env: Mapping[str, str] | None = None) -> int | None:
+    """The GPUs CUDA would show a process started here with `env` (default: this process's
+    environment), or None when NVML cannot count them."""
+    env = os.environ if env is None else env
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError):
+        return None
+    try:
+        count = int(pynvml.nvmlDeviceGetCount())
+    except pynvml.NVMLError:
+        return None
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        # CUDA stops at the first entry it cannot use; "" or "-1" hides every GPU
+        shown = 0
+        for entry in visible.split(","):
+            entry = entry.strip()
+            if not entry or entry.startswith("-"):
+                break
+            shown += 1
+        count = min(count, shown)
+    return count or None

@@ -29,6 +29,7 @@ from memtui.estimator.knobs import knob_of, knobs
 from memtui.estimator.plan import DeepSpeedSettings
 from memtui.estimator.precedence import PlanLayer, merge
 from memtui.estimator.units import format_count
+from memtui.estimator.versions import Versions
 
 
 class PlanEditError(MemtuiError):
@@ -302,6 +303,28 @@ def _bytes_text(value: int) -> str:
 _MiB = 2**20
 
 
+# a release on each side of every change the books follow (FP32_OUTPUT_BEFORE,
+# SHIFTED_COPY_BEFORE in memtui/estimator/stacks/hf_model.py); None: the release read
+_TRANSFORMERS = (None, "4.45.2", "4.48.3", "4.49.0")
+
+
+def _transformers_step(p: Plan, d: int) -> Plan:
+    have = p.versions.transformers
+    current = None if have is None else have.version
+
+    def build(version: str | None) -> Plan:
+        given = None if version is None else {"version": version, "source": "the dashboard"}
+        versions = Versions.model_validate({**p.versions.model_dump(), "transformers": given})
+        return _validated(p, {"versions": versions})
+
+    return _cycle(_TRANSFORMERS, current, d, build)
+
+
+def _transformers_text(p: Plan) -> str:
+    have = p.versions.transformers
+    return "current" if have is None else have.version
+
+
 def _model_text(p: Plan) -> str:
     return f"{p.model.name} ({format_count(p.model.parameters)})"
 
@@ -413,6 +436,7 @@ _LAID_OUT: tuple[Setting, ...] = (
         overhead=True,
     ),
     Setting("deepspeed", "ZeRO buckets", _deepspeed_text, _deepspeed_step),
+    Setting("versions", "Transformers", _transformers_text, _transformers_step),
 )
 _PLACED = {name for setting in _LAID_OUT for name in setting.edits}
 SETTINGS: tuple[Setting, ...] = (
