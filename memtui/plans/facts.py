@@ -181,6 +181,12 @@ def read_text(path: Path, shown: str) -> str:
         raise ConfigError(f"{shown}: not a UTF-8 text file") from None
 
 
+def is_json(path: Path, text: str) -> bool:
+    """Whether a job config is read as JSON: by its name, or by its first character (a
+    DeepSpeed config saved without the suffix); else YAML."""
+    return path.suffix.lower() == ".json" or text.lstrip().startswith("{")
+
+
 def parse_json(text: str, shown: str) -> Any:
     try:
         return json.loads(text)

@@ -21,6 +21,7 @@ from memtui.plans.facts import (
     Document,
     Facts,
     apply_overrides,
+    is_json,
     mapping,
     merge,
     parse_json,
@@ -92,8 +93,7 @@ class _Reader:
         if not FORMATS.reads_suffix(suffix) and not text.lstrip().startswith("{"):
             self.commands(text, shown)
             return
-        data = parse_json(text, shown) if suffix == ".json" or text.lstrip().startswith(
-            "{") else parse_yaml(text, shown)  # fmt: skip
+        data = parse_json(text, shown) if is_json(resolved, text) else parse_yaml(text, shown)
         data = mapping(data, shown, "config")
         if launcher:  # `accelerate launch` options override its config file
             data = _overlay(data, launcher)

@@ -41,6 +41,7 @@ from memtui.plans.facts import (
     Fact,
     Facts,
     is_auto,
+    is_json,
     mapping,
     parse_json,
     parse_yaml,
@@ -74,7 +75,7 @@ class ConfigFile:
 
     @property
     def is_json(self) -> bool:
-        return _is_json(self.path, self.text)
+        return is_json(self.path, self.text)
 
     def data(self, text: str | None = None) -> dict[str, Any]:
         """The file's (or an edit's) plain data, parsed as the import parses it."""
@@ -114,13 +115,8 @@ def _config(shown: str, cwd: Path) -> ConfigFile | None:
     return None if found is None else ConfigFile(resolved, shown, found, text, cwd)
 
 
-def _is_json(path: Path, text: str) -> bool:
-    # the rule memtui.plans.registry reads files by: JSON by its name or its first character
-    return path.suffix.lower() == ".json" or text.lstrip().startswith("{")
-
-
 def _parsed(path: Path, text: str, shown: str) -> dict[str, Any]:
-    parse = parse_json if _is_json(path, text) else parse_yaml
+    parse = parse_json if is_json(path, text) else parse_yaml
     return mapping(parse(text, shown), shown, "config")
 
 
