@@ -20,10 +20,12 @@ Textual 8.2.8 leaves three gaps (textual/drivers/linux_driver.py):
 So every one of them is handled by the event loop instead (`loop.add_signal_handler`: the
 signal only wakes the loop, and the work runs as an ordinary callback between two others).
 SIGCONT stops and starts application mode properly (`Driver.suspend_application_mode`, then
-`resume_application_mode`, as `App.suspend` does) and repaints; SIGTSTP suspends, then stops
-the process; SIGTERM, SIGHUP and SIGINT end the app through `App.exit` (which restores the
-terminal), with a watchdog that restores it directly if the exit hangs (a terminal that hung
-up cannot take the writes Textual waits on).
+`resume_application_mode`, as `App.suspend` does) and repaints, once for a burst of them
+(`RESTART_DELAY_S`: each restart flushes the keys typed meanwhile, `LinuxDriver.disable_input`
+calls `tcflush(TCIFLUSH)`, so ten quick pairs must not mean ten restarts); SIGTSTP
+suspends, then stops the process; SIGTERM, SIGHUP and SIGINT end the app through
+`App.exit` (which restores the terminal), with a watchdog that restores it directly if the
+exit hangs (a terminal that hung up cannot take the writes Textual waits on).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ RESET = (
     "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[?7h\x1b[<u"
     "\x1b[?1049l\x1b[?25h\x1b[?1004l"
 )
+RESTART_DELAY_S = 0.05
+"""How long after a SIGCONT application mode restarts; the SIGCONTs of a burst share it."""
 EXIT_GRACE_S = 5.0
 """How long the app has to exit after a terminating signal before the watchdog ends it."""
 
@@ -64,6 +68,7 @@ class TerminalSignals:
         self._original = getattr(self._driver, "attrs_before", None)
         self._suspended = False
         self._ending = False
+        self._restart: asyncio.TimerHandle | None = None
 
     @classmethod
     def install(cls, app: App[Any]) -> TerminalSignals | None:
@@ -82,9 +87,17 @@ class TerminalSignals:
         return handlers
 
     def _continued(self) -> None:
-        """SIGCONT: after a SIGTSTP (suspended here) resume; after a SIGSTOP (nothing could
-        run) stop and start application mode, since a shell that saw the stop reset the
-        terminal's modes. Then repaint everything."""
+        """SIGCONT: restart application mode soon, once for the whole burst."""
+        if self._ending or self._restart is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._restart = loop.call_later(RESTART_DELAY_S, self._restarted)
+
+    def _restarted(self) -> None:
+        """After a SIGTSTP (suspended here) resume; after a SIGSTOP (nothing could run) stop
+        and start application mode, since a shell that saw the stop reset the terminal's
+        modes. Then repaint everything."""
+        self._restart = None
         if self._ending:
             return
         driver = self._driver
