@@ -340,11 +340,11 @@ class Terminal:
                 except OSError:
                     return
 
-    def wait_for(self, text: bytes, timeout: float = RUN_TIMEOUT) -> None:
+    def wait_for(self, text: bytes, timeout: float = RUN_TIMEOUT, after: int = 0) -> None:
         end = time.monotonic() + timeout
-        while text not in self.output and time.monotonic() < end:
+        while text not in self.output[after:] and time.monotonic() < end:
             self.pump(0.2)
-        assert text in self.output, bytes(self.output[-3000:])
+        assert text in self.output[after:], bytes(self.output[-3000:])
 
     def started(self) -> None:
         self.wait_for(ALT_SCREEN_ON)
@@ -429,7 +429,8 @@ def test_sigtstp_then_sigcont_resumes(terminal: list[Terminal]) -> None:
     term.proc.send_signal(signal.SIGTSTP)
     term.wait_for(ALT_SCREEN_OFF)  # the terminal handed back while stopped
     term.proc.send_signal(signal.SIGCONT)
-    term.pump(1.0)
+    term.wait_for(ALT_SCREEN_ON, after=len(term.output))  # resumed
+    term.settled()
     os.write(term.master, b"q")
     assert term.ended() == 0
     term.restored()
