@@ -275,7 +275,7 @@ REAL: dict[str, tuple[dict[str, Any], int]] = {
     # total 4,300,079,472, less its SigLIP tower and projector)
     "qwen3_moe": (QWEN3_30B_A3B, 30_532_122_624),
     "gemma3_text": (GEMMA3_1B, 999_885_952),
-    "gemma3": (GEMMA3_4B, 3_880_263_168),
+    "gemma3": (GEMMA3_4B, 4_300_079_472),  # the hub total: decoder, SigLIP tower, projector
     "olmo2": (OLMO2_7B, 7_298_617_344),
     "deepseek_v2": (DEEPSEEK_V2_LITE, 15_706_484_224),
     "phi": (PHI_2, 2_779_683_840),
@@ -724,7 +724,8 @@ def test_mistral3_reads_its_text_config_and_ties_as_transformers_does() -> None:
         model.model.multi_modal_projector
     )
     arch = architecture_from_config(config.to_dict())
-    assert arch.parameter_count == _real_parameters(model) - vision
+    assert arch.parameter_count == _real_parameters(model)
+    assert arch.tower is not None and arch.tower.parameters == vision
     assert (arch.hidden_size, arch.num_layers, arch.dim_head) == (5120, 40, 128)
     # an untied checkpoint says so at the top level; text_config's own key does not decide
     untied = {**config.to_dict(), "tie_word_embeddings": False}
@@ -738,14 +739,105 @@ def test_mistral3_reads_its_text_config_and_ties_as_transformers_does() -> None:
         )
 
 
-def test_a_multimodal_checkpoint_says_its_vision_tower_is_not_counted() -> None:
-    # Gemma3ForConditionalGeneration holds a SigLIP tower and a projector beside the decoder
-    # memtui describes: every report says so (an under-prediction by their weights otherwise)
+def _tower_modules(model: Any) -> list[Any]:
+    return [model.model.vision_tower, model.model.multi_modal_projector]
+
+
+def _linears(modules: list[Any]) -> tuple[int, set[str]]:
+    """Elements of the nn.Linear weights of these modules (what bitsandbytes converts) and
+    their leaf names (what PEFT's suffix match sees)."""
+    import torch
+
+    found = [(n, m) for mod in modules for n, m in mod.named_modules()
+             if isinstance(m, torch.nn.Linear)]  # fmt: skip
+    return sum(m.weight.numel() for _, m in found), {n.rsplit(".", 1)[-1] for n, _ in found}
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [{}, {"vision_use_head": True}, {"image_size": 224, "patch_size": 16, "num_channels": 1}],
+    ids=["gemma3", "pooling-head", "small-image"],
+)
+def test_gemma3_vision_tower_counts_as_transformers_builds_it(variant: dict[str, Any]) -> None:
+    import torch
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+
+    small = {**GEMMA3_4B, "text_config": {**GEMMA3_4B["text_config"], "num_hidden_layers": 2}}
+    vision = {**GEMMA3_4B["vision_config"], "num_hidden_layers": 3, **variant}
+    config = Gemma3Config(text_config=small["text_config"], vision_config=vision)
+    with torch.device("meta"):
+        model = Gemma3ForConditionalGeneration(config)
+    arch = architecture_from_config(config.to_dict())
+    assert arch.parameter_count == _real_parameters(model)
+    assert arch.tower is not None
+    assert arch.tower.parameters == sum(_real_parameters(m) for m in _tower_modules(model))
+    weights, names = _linears(_tower_modules(model))
+    assert arch.tower.linear_weights == weights
+    assert {lin.name for lin in arch.tower.linears} == names
+    # a config without vision_config is Gemma3Config's SiglipVisionConfig default
+    bare = {k: v for k, v in config.to_dict().items() if k != "vision_config"}
+    with torch.device("meta"):
+        default = Gemma3ForConditionalGeneration(Gemma3Config.from_dict(bare))
+    assert architecture_from_config(bare).parameter_count == _real_parameters(default)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [{}, {"vision_feature_layer": [-1, -2], "multimodal_projector_bias": True,
+          "spatial_merge_size": 1}],
+    ids=["mistral3", "two-feature-layers"],
+)  # fmt: skip
+def test_mistral3_vision_tower_counts_as_transformers_builds_it(variant: dict[str, Any]) -> None:
+    import torch
+    from transformers import Mistral3Config, Mistral3ForConditionalGeneration
+
+    base = Mistral3Config().to_dict()
+    text = {**base["text_config"], "num_hidden_layers": 2}
+    config = Mistral3Config(**{**base, "text_config": text, **variant})
+    with torch.device("meta"):
+        model = Mistral3ForConditionalGeneration(config)
+    arch = architecture_from_config(config.to_dict())
+    assert arch.parameter_count == _real_parameters(model)
+    assert arch.tower is not None
+    weights, names = _linears(_tower_modules(model))
+    assert arch.tower.linear_weights == weights
+    assert {lin.name for lin in arch.tower.linears} == names
+    with pytest.raises(ModelConfigError, match="vision_feature_layer"):
+        architecture_from_config({**config.to_dict(), "vision_feature_layer": "last"})
+
+
+def test_a_multimodal_checkpoint_counts_its_vision_tower() -> None:
+    # Gemma3ForConditionalGeneration holds a SigLIP tower and a projector beside the decoder:
+    # weights under LoRA, weights + gradients + optimizer state under a full fine-tune, none
+    # of its activations (text batches never run it), its linears in NF4 under QLoRA
     from memtui.estimator import Plan, estimate
+    from memtui.estimator.choices import Method
+    from memtui.estimator.plan import Hardware
+    from memtui.estimator.state import nf4_bits_per_param
 
     arch = architecture_from_config(GEMMA3_4B)
-    assert "vision tower" in arch.not_described
-    assert not architecture_from_config(GEMMA3_1B).not_described  # text-only: nothing beside
+    assert arch.tower is not None and not architecture_from_config(GEMMA3_1B).tower
     model = load_model("google/gemma-3-4b-it")
-    report = estimate(Plan(model=model))
-    assert any("vision tower" in line and "not counted" in line for line in report.assumptions)
+    full = estimate(Plan(model=model, method=Method.full))
+    assert any("vision tower" in line and "trained" in line for line in full.assumptions)
+    text_only = model.model_copy(
+        update={"architecture": arch.model_copy(update={"tower": None}),
+                "parameters": arch.parameter_count - arch.tower.parameters}
+    )  # fmt: skip
+    one = Hardware(gpus_per_node=1)  # nothing sharded
+    lora = Plan(model=model, method=Method.lora, hardware=one)
+    adapters = sum(lora.lora_rank * (t.d_in + t.d_out) * t.count
+                   for t in arch.tower_lora_layers(lora.lora_targets))  # fmt: skip
+    assert adapters > 0  # all-linear reaches the tower too (PEFT's suffix match)
+    for method in (Method.lora, Method.qlora, Method.full):
+        with_tower = estimate(Plan(model=model, method=method, hardware=one)).budget
+        without = estimate(Plan(model=text_only, method=method, hardware=one)).budget
+        assert with_tower.total > without.total
+        assert with_tower.term("activations") == without.term("activations")
+        grown = with_tower.term("weights") - without.term("weights") - 2 * adapters
+        if method is Method.lora:  # the frozen bf16 weights
+            assert grown == 2 * arch.tower.parameters
+        if method is Method.qlora:  # NF4 linears (~4.127 bits), the rest fp32 after the upcast
+            rest = arch.tower.parameters - arch.tower.linear_weights
+            nf4 = arch.tower.linear_weights * nf4_bits_per_param(lora.qlora_double_quant) / 8
+            assert abs(grown - (nf4 + 4 * rest)) <= 2  # rounding of the two totals

@@ -93,7 +93,7 @@ ATTENTION_ROLES = frozenset(
 # 6; QuickGELUActivation x * sigmoid(1.702 x) keeps x and the sigmoid: 2.
 ACTIVATION_SAVES = {"relu": 0, "gelu_new": 4, "gelu_fast": 6, "quick_gelu": 2}
 TensorGroup = Literal[
-    "attention", "mlp", "expert", "shared_expert", "router", "norm", "embedding", "head"
+    "attention", "mlp", "expert", "shared_expert", "router", "norm", "embedding", "head", "tower"
 ]
 
 
@@ -110,6 +110,58 @@ class Tensor:
     @property
     def numel(self) -> int:
         return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class TowerLinear:
+    """An nn.Linear of a multimodal checkpoint's vision tower or projector: bitsandbytes
+    quantizes it and PEFT adapts it like the decoder's (by name suffix, or all-linear)."""
+
+    name: str
+    d_in: int
+    d_out: int
+    bias: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class Tower:
+    """What a multimodal checkpoint holds beside its text decoder (a vision encoder and the
+    projector into the decoder's width): loaded with the model, trained under full fine-tuning,
+    never run on text-only batches (no activations). Built in towers.py."""
+
+    name: str
+    linears: tuple[TowerLinear, ...]
+    other: tuple[Tensor, ...]
+    """Every parameter that is not an nn.Linear weight or bias: convolutions, position
+    embeddings, norms, a projector's bare nn.Parameter."""
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        out = []
+        for lin in self.linears:
+            shape = (lin.d_out, lin.d_in)
+            out.append(Tensor(f"{lin.name}.weight", shape, lin.count, "tower", False))
+            if lin.bias:
+                out.append(Tensor(f"{lin.name}.bias", (lin.d_out,), lin.count, "tower", False))
+        return (*out, *self.other)
+
+    @property
+    def parameters(self) -> int:
+        return sum(t.numel * t.count for t in self.tensors)
+
+    @property
+    def linear_weights(self) -> int:
+        """Elements of the nn.Linear weights (what bitsandbytes converts; biases stay 16-bit)."""
+        return sum(lin.d_in * lin.d_out * lin.count for lin in self.linears)
+
+    def adapted(self, targets: tuple[str, ...]) -> tuple[TowerLinear, ...]:
+        """The linears PEFT adapts for these targets: all of them for 'all-linear' (every
+        nn.Linear but the output layer, peft tuners_utils _maybe_include_all_linear_layers),
+        else those whose name a target ends with (PEFT matches module-name suffixes)."""
+        if "all-linear" in targets:
+            return self.linears
+        return tuple(lin for lin in self.linears if lin.name in targets)
 
 
 @dataclass(frozen=True)
@@ -309,9 +361,9 @@ class Architecture(BaseModel):
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
     """True when the shape was inferred from a bare parameter count, not read from a config."""
-    not_described: str = ""
-    """What the checkpoint holds beside the decoder described here (a multimodal model's
-    vision tower and projector): not counted, and said on every report."""
+    tower: Tower | None = None
+    """A multimodal checkpoint's vision tower and projector, counted in the parameters (its
+    tensors follow the decoder's in `tensors`); None for a text-only model."""
     router_bias: bool = False
     """The MoE router has a bias of E (gpt-oss, modeling_gpt_oss.py GptOssTopKRouter)."""
     attention_sinks: bool = False
@@ -564,6 +616,8 @@ class Architecture(BaseModel):
             out.append(Tensor("lm_head", (self.vocab_size, embed_width), 1, "head", False))
         if self.lm_head_bias:
             out.append(Tensor("lm_head.bias", (self.vocab_size,), 1, "head", False))
+        if self.tower is not None:
+            out += self.tower.tensors
         return tuple(out)
 
     @cached_property
@@ -618,6 +672,16 @@ class Architecture(BaseModel):
                     )
             chosen += [lin for lin in matched if lin not in chosen]
         return tuple(chosen)
+
+    def tower_lora_layers(self, targets: tuple[str, ...]) -> tuple[TowerLinear, ...]:
+        """The vision tower's linears PEFT adapts too: its suffix match reaches a tower module
+        of the same leaf name ('attention' stands for this decoder's attention names)."""
+        if self.tower is None:
+            return ()
+        names = set(targets)
+        if "attention" in names:
+            names |= {lin.name for lin in self.linear_layers if lin.role in ATTENTION_ROLES}
+        return self.tower.adapted(tuple(names))
 
     def saved_modules(self, names: tuple[str, ...]) -> tuple[LinearLayer, ...]:
         """The modules PEFT trains in full for `modules_to_save` (the embedding and lm_head

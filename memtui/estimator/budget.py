@@ -113,10 +113,12 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             f"{arch.hidden_size}, {arch.num_heads} heads, vocabulary {arch.vocab_size:,} "
             "(Kaplan et al. 2020: P ~ 12 L h^2, h/L ~ 128)"
         )
-    if arch.not_described:
+    if arch.tower is not None:
         out.append(
-            f"{plan.model.name}: {arch.not_described} are not counted: the budget is the text "
-            "decoder's (the checkpoint holds more weights; under by their size)"
+            f"{plan.model.name}: {arch.tower.name} ({arch.tower.parameters:,} parameters) are "
+            "loaded and counted"
+            + (" and trained" if plan.method is Method.full else "")
+            + "; batches are text only (an image batch adds the tower's activations)"
         )
     if optimizer_spec(plan.optimizer).paged:
         out.append(

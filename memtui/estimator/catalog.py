@@ -8,10 +8,10 @@ the model card, or the paper named in `source`; for tied embeddings they count t
 matrix once, as `sum(p.numel() for p in model.parameters())` does.
 
 A hub total counts the tensors a checkpoint stores, which is not always the model's unique
-parameters: Qwen3-0.6B and 1.7B store their tied lm_head beside the embedding, and Gemma 3's
-4B+ checkpoints hold a SigLIP vision tower that the text decoder memtui describes has not.
-Such an entry keeps the hub figure in `published_total` and names each part of the difference
-with its size (`beyond_parameters`); the tests check that they add up and recompute each part.
+parameters: Qwen3-0.6B and 1.7B store their tied lm_head beside the embedding. Such an entry
+keeps the hub figure in `published_total` and names each part of the difference with its size
+(`beyond_parameters`); the tests check that they add up and recompute each part. (Gemma 3's
+4B+ checkpoints count their SigLIP vision tower and projector, towers.py, and match the hub.)
 
 Variant ids (-Instruct, -chat-hf, -it, -Base twins) whose config.json has the same tensors resolve
 to their base entry (`aliases`): an explicit list per entry, each variant's config.json compared
@@ -436,36 +436,19 @@ GEMMA3_VISION = {
     "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False,
 }  # fmt: skip
 """The SigLIP vision tower of every Gemma 3 4B/12B/27B (their config.json vision_config)."""
-GEMMA3_VISION_TOWER = 416_866_032
-"""Its parameters: patch embedding 3 x 14 x 14 x 1152 + 1152, 4096 positions x 1152, 27
-SiglipEncoderLayers of 15,239,504 (q/k/v/out 1152 x 1152 with bias, fc1/fc2 1152 <-> 4304 with
-bias, two LayerNorms), post_layernorm 2 x 1152 (modeling_siglip.py; tests recompute it)."""
 
 
-def _gemma3_parts(h: int) -> tuple[tuple[str, int], ...]:
-    # Gemma3MultiModalProjector: mm_input_projection_weight (1152 x h), mm_soft_emb_norm (1152)
-    return (
-        ("SigLIP vision_tower", GEMMA3_VISION_TOWER),
-        ("multi_modal_projector", 1152 * h + 1152),
-    )
-
-
-def _gemma3_entry(size: str, text: int, total: int, *shape: int) -> CatalogEntry:
-    """google/gemma-3-{size}-pt: its text decoder counted (`text`), the hub total of the -it
-    twin kept with the vision tower and projector that make up the rest."""
-    h = shape[0]
+def _gemma3_entry(size: str, total: int, *shape: int) -> CatalogEntry:
+    """google/gemma-3-{size}-pt: the text decoder, the SigLIP vision tower and the projector
+    Gemma3ForConditionalGeneration holds, together the hub total of the -it twin."""
     return CatalogEntry(
         f"google/gemma-3-{size}-pt",
         _gemma3(*shape),
-        text,
-        f"text decoder only: the HF safetensors total of google/gemma-3-{size}-it, "
-        f"{total:,} ({_KVFIT}), less the SigLIP vision tower and the multimodal projector "
-        "(beyond_parameters), which Gemma3ForConditionalGeneration holds beside the text "
-        "model; with text vocab_size 262,208 (Gemma3TextConfig's default, which the hub "
-        "config leaves to it)",
+        total,
+        f"the HF safetensors total of google/gemma-3-{size}-it ({_KVFIT}): the text decoder "
+        "(text vocab_size 262,208, Gemma3TextConfig's default, which the hub config leaves "
+        "to it), the SigLIP vision tower and the multimodal projector",
         aliases=(f"google/gemma-3-{size}-it",),
-        published_total=total,
-        beyond_parameters=_gemma3_parts(h),
     )
 
 
@@ -588,7 +571,7 @@ _NEW_ENTRIES: tuple[CatalogEntry, ...] = (
         235_093_634_560,
         _KVFIT,
     ),
-    # Gemma 3 (Gemma team 2025): 1B is text only; 4B-27B carry a vision tower (see above).
+    # Gemma 3 (Gemma team 2025): 1B is text only; 4B-27B carry a SigLIP vision tower.
     CatalogEntry(
         "google/gemma-3-1b-pt",
         {
@@ -613,9 +596,9 @@ _NEW_ENTRIES: tuple[CatalogEntry, ...] = (
         aliases=("google/gemma-3-1b-it",),
     ),
     # (size, text decoder, hub total; h, f, heads, layers, kv heads, head_dim, query scalar)
-    _gemma3_entry("4b", 3_880_263_168, 4_300_079_472, 2560, 10240, 8, 34, 4, 256, 256),
-    _gemma3_entry("12b", 11_766_034_176, 12_187_325_040, 3840, 15360, 16, 48, 8, 256, 256),
-    _gemma3_entry("27b", 27_009_346_304, 27_432_406_640, 5376, 21504, 32, 62, 16, 128, 168),
+    _gemma3_entry("4b", 4_300_079_472, 2560, 10240, 8, 34, 4, 256, 256),
+    _gemma3_entry("12b", 12_187_325_040, 3840, 15360, 16, 48, 8, 256, 256),
+    _gemma3_entry("27b", 27_432_406_640, 5376, 21504, 32, 62, 16, 128, 168),
     # Phi-4 (Abdin et al. 2024) and Phi-4-mini: the phi3 architecture; mini ties embeddings.
     CatalogEntry(
         "microsoft/phi-4",

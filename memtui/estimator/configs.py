@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memtui.errors import MemtuiError
+from memtui.estimator import towers
 from memtui.estimator.architecture import (
     LLAMA_NAMES,
     Architecture,
@@ -341,16 +342,49 @@ def _gemma3_text(r: _Reader) -> dict[str, Any]:
 
 def _gemma3(r: _Reader) -> dict[str, Any]:
     # configuration_gemma3.py Gemma3Config: the text decoder is text_config (a Gemma3TextConfig),
-    # beside vision_config (SigLIP) and the projector. Only the text decoder is described:
-    # Gemma3ForConditionalGeneration's SigLIP vision tower (vision_tower) and
-    # multi_modal_projector are not counted (catalog.py names their size for the Gemma 3
-    # entries). Its lm_head is tied by the top-level tie_word_embeddings (default True;
+    # beside vision_config (SigLIP) and the projector, all three in the parameters (towers.py).
+    # Its lm_head is tied by the top-level tie_word_embeddings (default True;
     # modeling_utils.get_expanded_tied_weights_keys reads the model's own config).
     text = r.nested("text_config", "gemma3_text", GEMMA3_TEXT_DEFAULTS)
     arch = _gemma3_text(text)
     arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
-    arch["not_described"] = "the SigLIP vision tower and multi_modal_projector"
+    v = _vision(r, "siglip_vision_model", SIGLIP_VISION_DEFAULTS)
+    arch["tower"] = towers.siglip_gemma3(
+        hidden=v.integer("hidden_size"), intermediate=v.integer("intermediate_size"),
+        layers=v.integer("num_hidden_layers"), channels=v.integer("num_channels"),
+        patch=v.integer("patch_size"), image=v.integer("image_size"),
+        pooling_head=v.flag("vision_use_head", default=True), text_hidden=arch["hidden_size"],
+    )  # fmt: skip
     return arch
+
+
+# configuration_siglip.py SiglipVisionConfig's defaults (Gemma3Config builds its vision_config
+# from that class, and save_pretrained leaves out the keys at their default).
+SIGLIP_VISION_DEFAULTS = {
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_channels": 3,
+    "image_size": 224,
+    "patch_size": 16,
+}
+# configuration_pixtral.py PixtralVisionConfig's defaults, for a vision_config that is given;
+# Mistral3Config builds an absent one with its own init_kwargs (patch_size 14 instead).
+PIXTRAL_VISION_DEFAULTS = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_channels": 3,
+    "patch_size": 16,
+}
+MISTRAL3_VISION_DEFAULTS = {**PIXTRAL_VISION_DEFAULTS, "patch_size": 14}
+
+
+def _vision(r: _Reader, model_type: str, defaults: Mapping[str, int]) -> _Reader:
+    """The vision_config reader; an absent one is its class built with its defaults."""
+    if r.config.get("vision_config") is None:
+        return _Reader({}, r.source, r.model_type, prefix="vision_config.", defaults=defaults)
+    return r.nested("vision_config", model_type, defaults)
 
 
 # configuration_mistral.py MistralConfig's size defaults: a nested text_config may leave out
@@ -367,14 +401,31 @@ MISTRAL_DEFAULTS = {
 
 def _mistral3(r: _Reader) -> dict[str, Any]:
     # configuration_mistral3.py Mistral3Config (Mistral Small 3.x): the text decoder is
-    # text_config (a MistralConfig), beside vision_config (Pixtral) and the projector. As for
-    # Gemma 3, only the text decoder is described: Mistral3ForConditionalGeneration's
-    # vision_tower and multi_modal_projector are not counted. Its lm_head is tied by the
-    # top-level tie_word_embeddings (PreTrainedConfig's default True: transformers 5.24 ties
-    # a Mistral3Config that does not say otherwise), not text_config's.
+    # text_config (a MistralConfig), beside vision_config (Pixtral) and the projector, all in
+    # the parameters (towers.py). Its lm_head is tied by the top-level tie_word_embeddings
+    # (PreTrainedConfig's default True: transformers 5.24 ties a Mistral3Config that does not
+    # say otherwise), not text_config's.
     arch = _mistral(r.nested("text_config", "mistral", MISTRAL_DEFAULTS))
     arch["tie_embeddings"] = r.flag("tie_word_embeddings", default=True)
-    arch["not_described"] = "the Pixtral vision tower and multi_modal_projector"
+    given = r.config.get("vision_config") is not None
+    v = _vision(r, "pixtral", PIXTRAL_VISION_DEFAULTS if given else MISTRAL3_VISION_DEFAULTS)
+    # one layer's features (an int, default -1) or several concatenated (a list)
+    layer = r.config.get("vision_feature_layer", -1)
+    if isinstance(layer, list):
+        feature_layers = len(r.int_list("vision_feature_layer"))
+    elif isinstance(layer, int) and not isinstance(layer, bool):
+        feature_layers = 1
+    else:
+        problem = f"must be an integer or a list, got {_describe(layer)}"
+        raise r.error("vision_feature_layer", problem)
+    arch["tower"] = towers.pixtral_mistral3(
+        hidden=v.integer("hidden_size"), intermediate=v.integer("intermediate_size"),
+        layers=v.integer("num_hidden_layers"), channels=v.integer("num_channels"),
+        patch=v.integer("patch_size"), merge=r.integer("spatial_merge_size", default=2),
+        feature_layers=max(1, feature_layers),
+        projector_bias=r.flag("multimodal_projector_bias", default=False),
+        text_hidden=arch["hidden_size"],
+    )  # fmt: skip
     return arch
 
 

@@ -118,6 +118,9 @@ def _trainable_tensors(plan: Plan) -> list[TrainableTensor]:
         # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
         tensors.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
         tensors.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))
+    for tower in arch.tower_lora_layers(plan.lora_targets):  # adapted too, never run on text
+        tensors.append(TrainableTensor(r * tower.d_in, tower.count, r, tower.d_in))
+        tensors.append(TrainableTensor(r * tower.d_out, tower.count, tower.d_out, r))
     # PEFT's ModulesToSaveWrapper trains a full copy of each (utils/other.py)
     tensors += [
         TrainableTensor(lin.d_in * lin.d_out, 1, lin.d_out, lin.d_in)
@@ -205,7 +208,10 @@ def frozen_base_bytes(
     # lm_head, norms and biases stay unquantized (transformers' get_keys_to_not_convert).
     linears = [lin for lin in arch.linear_layers if lin.group != "head"]
     if stored is None:
-        quantized = sum(lin.d_in * lin.d_out * lin.count for lin in linears)
+        # a vision tower's nn.Linear layers too: get_keys_to_not_convert (quantizers/base.py,
+        # 5.24) spares only tied weights, the output embedding and the last module
+        tower = arch.tower.linear_weights if arch.tower is not None else 0
+        quantized = sum(lin.d_in * lin.d_out * lin.count for lin in linears) + tower
         quantized = round(quantized * p / arch.parameter_count)
         converted = quantized * nf4_bits_per_param(plan.qlora_double_quant) / 8
     else:
