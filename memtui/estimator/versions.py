@@ -60,6 +60,9 @@ class PackageVersion(Frozen):
     def release(self) -> tuple[int, ...]:
         return release(self.version)
 
+    def __str__(self) -> str:
+        return self.version
+
 
 READ: dict[Package, str] = {
     Package.torch: "2.13",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtui.estimator.choices import Precision, StackName, Strategy
 from memtui.estimator.report import Provenance
+from memtui.estimator.versions import PackageVersion
 from memtui.plans.facts import JOB_FACTS, ConfigError, Fact, Facts, Unsupported
 
 if TYPE_CHECKING:
@@ -85,7 +86,9 @@ def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     if stack is not None:
         out.set("stack", stack, *stack_origin)
     for key, fact in plain.items():
-        if key not in ("stack", "precision"):
+        if key.startswith("versions."):  # a pinned version, with the file and line pinning it
+            out.set(key, PackageVersion(version=fact.value, source=fact.origin), fact.origin)
+        elif key not in ("stack", "precision"):
             out.set(key, fact.value, fact.origin)
     _precision(values, base, stack or base.stack, out)
     _hardware(values, base, out)

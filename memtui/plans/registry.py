@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memtui.plans import accelerate_yaml, deepspeed_chat, trainer_args, trl_args
+from memtui.plans import accelerate_yaml, deepspeed_chat, lockfiles, trainer_args, trl_args
 from memtui.plans.facts import (
     ConfigError,
     Document,
@@ -89,6 +89,9 @@ class _Reader:
             what = "no such file" if not resolved.exists() else "not a file"
             raise ConfigError(f"{shown}: {what}")
         text = read_text(resolved, shown)
+        if lockfiles.claims(resolved):  # requirements.txt, uv.lock...: the versions it pins
+            self.parts.append(lockfiles.read(resolved, shown, text))
+            return
         suffix = resolved.suffix.lower()
         if not FORMATS.reads_suffix(suffix) and not text.lstrip().startswith("{"):
             self.commands(text, shown)
