@@ -539,3 +539,26 @@ def test_a_config_another_one_names_is_edited_by_its_format(tmp_path: Path) -> N
     named = (CONFIGS / "deepspeed" / "zero3_zero_sizes.json").read_text()
     assert done.stdout == named.replace('"stage": 3', '"stage": 2')
     assert done.stderr.startswith("--- deepspeed/zero3_zero_sizes.json\n")
+
+
+def test_what_the_file_cannot_say_is_named_not_dropped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a DeepSpeed JSON has no key for the method or the LoRA rank (the training script sets
+    # them): the edit says so instead of calling the plan the file's own
+    monkeypatch.chdir(CONFIGS)
+    shown = "deepspeed/zero3_offload.json"
+    code, out, err = run(["export", "--from", shown, "--method", "lora", "--lora-rank", "64"],
+                         capsys)  # fmt: skip
+    assert code == 0 and out.encode("utf-8") == (CONFIGS / shown).read_bytes()
+    assert "not written, no key of this DeepSpeed JSON config says it: method lora, " in err
+    assert "lora_rank 64" in err
+    assert f"{shown}: unchanged (nothing the plan changed is a key of it)" in err
+    # what it can say is written and named nowhere as missing
+    code, out, err = run(["export", "--from", shown, "--micro-batch", "3"], capsys)
+    assert code == 0 and "not written" not in err and '"train_micro_batch_size_per_gpu": 3' in out
+    # half and half: the micro-batch written, the method named
+    code, out, err = run(["export", "--from", shown, "--micro-batch", "3", "--method", "lora"],
+                         capsys)  # fmt: skip
+    assert code == 0 and '"train_micro_batch_size_per_gpu": 3' in out
+    assert "says it: method lora (set it" in err

@@ -98,6 +98,39 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def unwritten(origin: Origin, plan: Plan, text: str) -> list[str]:
+    """The plan's fields (`field value`) the edit does not carry: the files, with `text` as
+    the edited one, import to another value than `plan` has where `plan` differs from
+    what the files said."""
+    from memtui.plans.registry import read_as
+
+    assert origin.files_only is not None
+    with read_as(origin.file.path, text):
+        readback = plan_from_args(origin.files_only)
+    want, had, got = _flat(plan), _flat(origin.plan), _flat(readback)
+    return [
+        f"{key} {want[key]}"
+        for key in want
+        if want[key] != had.get(key) and got.get(key) != want[key]
+    ]
+
+
+def _flat(plan: Plan) -> dict[str, Any]:
+    """A plan's fields as dotted keys and plain values (the model by its name)."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            out[prefix] = value
+
+    walk("", plan.model_dump(mode="json", exclude={"model"}))
+    out["model"] = plan.model.name
+    return out
+
+
 def origin_of(args: argparse.Namespace) -> Origin | None:
     """The --from config the export edits (of --format, else the first config), with the
     plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
@@ -108,23 +141,39 @@ def origin_of(args: argparse.Namespace) -> Origin | None:
     file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
     if file is None:
         return None
-    # every flag unset but --from: the plan the files say, as plan_and_import builds it
-    bare = argparse.Namespace(
+    return Origin(file, plan_from_args(_files_only(args)), _files_only(args))
+
+
+def _files_only(args: argparse.Namespace) -> argparse.Namespace:
+    """Every flag unset but --from and --plan: the plan the files say, as plan_and_import
+    builds it."""
+    return argparse.Namespace(
         **{**dict.fromkeys(vars(args)), "from_files": args.from_files, "plan": args.plan}
     )
-    return Origin(file, plan_from_args(bare))
 
 
 def edited(origin: Origin, plan: Plan, output: str | None) -> str:
-    """`origin`'s file edited to say `plan`; the change printed on stderr as a diff."""
+    """`origin`'s file edited to say `plan`; the change printed on stderr as a diff, and what
+    the plan changed that the edited file still does not say."""
     from memtui.plans.roundtrip import edit
 
     change = edit(origin, plan)
     name = shown(origin.file.shown, LINE)
     for note in change.notes:
         print(f"{name}: {shown(note, LINE)}", file=sys.stderr)
+    missing = unwritten(origin, plan, change.text) if origin.files_only is not None else []
+    if missing:
+        print(
+            f"{name}: not written, no key of this {origin.file.fmt.title} config says it: "
+            f"{shown(', '.join(missing), LINE)} (set it where the job sets it, e.g. its "
+            "training script or another --from config)",
+            file=sys.stderr,
+        )
     if not change.changed:
-        print(f"{name}: unchanged (the plan is the file's own)", file=sys.stderr)
+        said = (
+            "nothing the plan changed is a key of it" if missing else "the plan is the file's own"
+        )
+        print(f"{name}: unchanged ({said})", file=sys.stderr)
     for line in change.diff(origin.file.shown, output or "(stdout)"):
         # the file's own text: a control character in it is shown escaped, never sent raw
         # (a tab, harmless, as it is: tab-indented files stay readable)

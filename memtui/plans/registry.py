@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,18 @@ from memtui.plans.formats import FORMATS, ConfigFormat, spoken
 from memtui.plans.launchers import ConfigRef, Launch, environment_settings, recognise
 
 _MAX_FILES = 16  # a config that names itself (or a cycle) stops here
+_READ_AS: ContextVar[tuple[tuple[Path, str], ...]] = ContextVar("read_as", default=())
+
+
+@contextmanager
+def read_as(path: Path, text: str) -> Iterator[None]:
+    """Read `path` (resolved) as if it held `text` until the block ends: how an export reads
+    back its edit of a file before writing it, beside the other files of the import."""
+    token = _READ_AS.set(((path, text), *_READ_AS.get()))
+    try:
+        yield
+    finally:
+        _READ_AS.reset(token)
 
 
 def read_files(paths: Iterable[str], cwd: Path | None = None) -> Facts:
@@ -88,7 +102,9 @@ class _Reader:
         if not resolved.is_file():
             what = "no such file" if not resolved.exists() else "not a file"
             raise ConfigError(f"{shown}: {what}")
-        text = read_text(resolved, shown)
+        text = next((t for p, t in _READ_AS.get() if p == resolved), None)
+        if text is None:
+            text = read_text(resolved, shown)
         if lockfiles.claims(resolved):  # requirements.txt, uv.lock...: the versions it pins
             self.parts.append(lockfiles.read(resolved, shown, text))
             return

@@ -50,6 +50,8 @@ from memtui.plans.facts import (
 from memtui.plans.formats import FORMATS, ConfigFormat
 
 if TYPE_CHECKING:
+    import argparse
+
     from memtui.estimator.plan import Plan
 
 Path_ = tuple[str, ...]
@@ -134,6 +136,9 @@ class Origin:
 
     file: ConfigFile
     plan: Plan
+    files_only: argparse.Namespace | None = None
+    """The command's arguments with only --from and --plan kept (how `plan` was built; the
+    export reads its edit back the same way)."""
 
 
 @dataclass
