@@ -186,4 +186,3 @@ def print_detail(
             else ""
         )
     )
-
