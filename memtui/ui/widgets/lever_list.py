@@ -18,7 +18,6 @@ from memtui.estimator.report import LeverState
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
 
-
 _SAID = {LeverState.applied: "on", LeverState.not_applicable: "n/a"}
 """A lever's state where a pending one shows its saving."""
 
