@@ -171,10 +171,9 @@ def print_detail(
     for col in ("Lever", f"Saves {u}", "Cost", "State"):
         levers.add_column(col, justify="right" if col.startswith("Saves") else "left")
     for lever in report.levers:
-        pending = lever.state is LeverState.pending
-        state = lever.state.value + (f": {lever.why}" if lever.why else "")
-        saves = _num(lever.saves_bytes, unit) if pending else "-"
-        levers.add_row(lever.name, saves, lever.cost, state)
+        saves = _num(lever.saves_bytes, unit) if lever.state is LeverState.pending else "-"
+        # a lever not applicable costs nothing: why it is not, in the cost's place
+        levers.add_row(lever.name, saves, lever.why or lever.cost, lever.state.value)
     console.print(levers)
     c = report.communication
     console.print(
