@@ -115,6 +115,7 @@ def test_unit_gib_says_gib_on_every_size_of_estimate() -> None:
     assert f"({doc['plan']['hardware']['gpu_memory'] / GiB:,.2f} GiB each)" in text
     assert "Saves GiB" in text and "Static GiB" in text and "GPU GiB" in text
     assert "(GiB per GPU: fsdp1 " in text  # the stack choice's figures too
+    assert memtui("estimate", *flags, "--unit", "GiB").stdout == out.stdout  # any case
     assert " GB " not in text and "GB per GPU" not in text
 
 

@@ -31,7 +31,7 @@ class LeverView:
 
 
 class LeverList(ViewWidget):
-    """Levers in the order to pull them."""
+    """Levers, the largest saving first; those on, then those not applicable, after."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"lever-list--on", "lever-list--pending"}
     DEFAULT_CSS = "LeverList { height: auto; }"
