@@ -96,9 +96,17 @@ def test_json_has_every_documented_key_in_bytes():
     for row in data["strategies"].values():
         assert {"per_gpu_static", "per_gpu_total", "fits"} <= set(row)
     assert {"bytes_per_gpu_per_step", "relative_to_ddp"} <= set(data["communication"])
-    assert data["levers"][0]["name"] == "FlashAttention"
-    for lever in data["levers"]:
-        assert {"name", "saves_bytes", "cost", "applied"} <= set(lever)
+    levers = data["levers"]
+    # the largest saving first, then the levers on, then those not applicable (FlashAttention,
+    # on in this plan, was first when the list kept the order levers are built in)
+    states = [lever["state"] for lever in levers]
+    assert states == sorted(states, key=["pending", "applied", "not applicable"].index)
+    saves = [lever["saves_bytes"] for lever in levers if lever["state"] == "pending"]
+    assert saves == sorted(saves, reverse=True) and all(s > 0 for s in saves)
+    flash = next(lever for lever in levers if lever["name"] == "FlashAttention")
+    assert flash["state"] == "applied" and flash["applied"] is True
+    for lever in levers:
+        assert {"name", "saves_bytes", "cost", "applied", "state", "why"} <= set(lever)
     assert isinstance(data["max_micro_batch"], int)
 
 

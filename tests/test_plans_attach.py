@@ -147,7 +147,7 @@ def test_two_jobs_and_what_cannot_be_read(job_dir: Path, tmp_path: Path, fake_nv
                     invisible=[10_000_001])  # fmt: skip
             doc = attach_json(fake_nvml)
             text = subprocess.run(
-                [sys.executable, "-m", "memtui", "watch", "--once", "--attach"],
+                [sys.executable, "-m", "memtui", "watch", "--once", "--attach", "--unit", "gib"],
                 env=fake_nvml.env(), capture_output=True, text=True, timeout=120,
             ).stdout  # fmt: skip
         finally:

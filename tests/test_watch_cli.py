@@ -22,7 +22,7 @@ def test_once_prints_gpus_and_processes_in_explicit_units(fake_nvml: FakeNvml) -
     scenario = node(2, 1, used=30 * GiB)
     scenario["gpus"][1]["procs"] = [(os.getpid(), 29 * GiB), (10_000_001, None)]
     fake_nvml.write(scenario)
-    out = watch("--once", env=fake_nvml.env())
+    out = watch("--once", "--unit", "gib", env=fake_nvml.env())
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "NVIDIA H100 80GB HBM3" in text and "driver 550.54.15" in text and "CUDA 12.4" in text
@@ -77,7 +77,7 @@ def test_source_failures_exit_1_with_reason_and_remedy(
 
 def test_lost_gpu_shows_lost_while_others_show_memory(fake_nvml: FakeNvml) -> None:
     fake_nvml.write({**node(4, 1), "errors": {"nvmlDeviceGetMemoryInfo_v2@2": 15}})
-    out = watch("--once", env=fake_nvml.env())
+    out = watch("--once", "--unit", "gib", env=fake_nvml.env())
     assert out.returncode == 0
     gpu_table = out.stdout.split("\n\n")[0]  # the process table follows a blank line
     rows = {line.split()[0]: line for line in gpu_table.splitlines() if line[:1].isdigit()}
@@ -111,7 +111,7 @@ def test_mig_rows_and_processes(fake_nvml: FakeNvml) -> None:
             ]
         }
     )
-    out = watch("--once", env=fake_nvml.env())
+    out = watch("--once", "--unit", "gib", env=fake_nvml.env())
     assert out.returncode == 0, out.stderr
     assert "[MIG on]" in out.stdout
     proc_rows = [line for line in out.stdout.splitlines() if str(os.getpid()) in line]
@@ -234,7 +234,7 @@ def test_mig_discovery_error_on_one_gpu_leaves_the_others(fake_nvml: FakeNvml) -
             "errors": {"nvmlDeviceGetMaxMigDeviceCount@0": 999},
         }
     )
-    out = watch("--once", env=fake_nvml.env())
+    out = watch("--once", "--unit", "gib", env=fake_nvml.env())
     assert out.returncode == 0, out.stderr
     assert "GPU 0: MIG devices could not be listed" in out.stdout
     rows = [line for line in out.stdout.splitlines() if line.startswith("1 ")]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from memtui.estimator.units import SizeUnit, format_size
+
 if TYPE_CHECKING:
     from memtui.telemetry import ClusterSnapshot, SourceInfo
-
-GiB = 1024**3
 
 
 def attach_document(snapshot: ClusterSnapshot, info: SourceInfo) -> dict[str, Any]:
@@ -67,7 +67,9 @@ def attach_document(snapshot: ClusterSnapshot, info: SourceInfo) -> dict[str, An
     return {"jobs": jobs, "notes": notes}
 
 
-def print_attach(snapshot: ClusterSnapshot, info: SourceInfo, as_json: bool) -> None:
+def print_attach(
+    snapshot: ClusterSnapshot, info: SourceInfo, as_json: bool, unit: SizeUnit = SizeUnit.gb
+) -> None:
     doc = attach_document(snapshot, info)
     if as_json:
         print(json.dumps(doc, indent=2), flush=True)
@@ -99,10 +101,10 @@ def print_attach(snapshot: ClusterSnapshot, info: SourceInfo, as_json: bool) -> 
             say(f"    assumed: {note}", "dim")
         budget = job["budget_bytes"]
         uses = ", ".join(
-            f"GPU {gpu} uses {used / GiB:.1f} GiB ({used / budget:.0%})"
+            f"GPU {gpu} uses {format_size(used, unit)} ({used / budget:.0%})"
             for gpu, used in sorted(job["used_bytes"].items())
         )
-        say(f"  budget {budget / GiB:.1f} GiB per GPU" + (f": {uses}" if uses else ""))
+        say(f"  budget {format_size(budget, unit)} per GPU" + (f": {uses}" if uses else ""))
     if not doc["jobs"]:
         say("no training job recognised")
     for note in doc["notes"]:

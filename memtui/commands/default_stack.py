@@ -17,7 +17,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from memtui.estimator.choices import StackName
-from memtui.estimator.units import GB
+from memtui.estimator.units import SizeUnit
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
@@ -73,9 +73,11 @@ def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> C
         why = f"no --stack, and none of {where} can run this plan: memtui's generic step"
         return Chosen(plan, None, why)
     chosen = max(runs, key=lambda run: run[0])[2]
-    others = ", ".join(f"{s.value} {t / GB:.1f}" for t, s, _ in sorted(runs, reverse=True))
+    unit = SizeUnit[getattr(args, "unit", "gb")]  # the text's `--unit`, said with it
+    ranked = sorted(runs, reverse=True)
+    others = ", ".join(f"{s.value} {t / unit.scale:.1f}" for t, s, _ in ranked)
     why = (
         f"no --stack: the most demanding of {where} that run this plan "
-        f"(GB per GPU: {others}); name one with --stack"
+        f"({unit.value} per GPU: {others}); name one with --stack"
     )
     return Chosen(chosen, None, why)

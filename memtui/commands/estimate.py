@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
+from memtui.commands.unit_flag import add_unit_argument, unit_of
 
 
 def register(sub: Any) -> None:
@@ -24,6 +25,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="exit 1 when the plan does not fit (a CI gate); 0 when it does",
     )
+    add_unit_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -41,18 +43,20 @@ def run(args: argparse.Namespace) -> int:
         document = document.model_copy(update={"stack_choice": chosen.why})
         print(document.model_dump_json(indent=2))
         return _verdict(args, report.budget.fits)
-    from memtui.commands.estimate_text import print_report
+    from rich.console import Console
 
+    from memtui.commands.estimate_text import print_detail, print_verdict
+
+    console, unit = Console(), unit_of(args)
+    # the verdict first (a 24-row terminal shows it whole), then where the plan came from
+    # and the detail
+    gpu_assumption = imported.gpu_assumption if imported else None
+    print_verdict(plan, report, console, unit, gpu_assumption, chosen.why)
     if imported is not None:
         from memtui.commands.import_text import print_imported
 
         print_imported(imported)
-    print_report(
-        plan,
-        report,
-        gpu_assumption=imported.gpu_assumption if imported else None,
-        why_stack=chosen.why,
-    )
+    print_detail(plan, report, console, unit)
     return _verdict(args, report.budget.fits)
 
 

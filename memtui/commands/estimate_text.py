@@ -1,4 +1,6 @@
-"""Human output of `memtui estimate`: rich tables in GB (10^9 bytes), said on every header."""
+"""Human output of `memtui estimate`: the verdict block first (it fits or not, the headroom, the
+plan, the stack and versions it assumed, the error band), then the detail as rich tables, in GB
+(10^9 bytes) or GiB (2^30, `--unit gib`), said on every header."""
 
 from __future__ import annotations
 
@@ -10,41 +12,90 @@ from rich.table import Table
 from rich.text import Text
 
 from memtui.estimator.objectives import OBJECTIVE_TERMS, objective_line, spec_of
-from memtui.estimator.report import Verdict
-from memtui.estimator.units import GB, format_count
+from memtui.estimator.report import LeverState, Verdict
+from memtui.estimator.units import SizeUnit, format_count
 from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan, Report
 
 
-def _gb(n: int) -> str:
-    return f"{n / GB:,.2f}"
+def _num(n: int, unit: SizeUnit) -> str:
+    """Bytes as a bare number in `unit`, two decimals (the unit is said beside it)."""
+    return f"{n / unit.scale:,.2f}"
 
 
-def print_report(
+def _parameters(plan: Plan, report: Report) -> str:
+    """The model's parameters counted as the model picker counts them (the base model, without
+    adapters: its catalog figure), the adapters apart, and what trains."""
+    base = plan.model.parameters
+    adapters = report.parameters.total - base
+    apart = f", {format_count(adapters)} of adapters apart" if adapters else ""
+    trainable = format_count(report.parameters.trainable)
+    return f"{format_count(base)} parameters (base model{apart}), {trainable} trainable"
+
+
+def _versions(plan: Plan) -> str:
+    """Each framework's version, those from one source together: 'torch 2.13, transformers
+    5.24 (not given: the release the stacks read); trl current (...)'."""
+    by_source: dict[str, list[str]] = {}
+    for package, version, source in plan.versions.assumed():
+        by_source.setdefault(source, []).append(f"{package.value} {version or 'current'}")
+    return "; ".join(f"{', '.join(names)} ({source})" for source, names in by_source.items())
+
+
+def print_verdict(
     plan: Plan,
     report: Report,
-    console: Console | None = None,
+    console: Console,
+    unit: SizeUnit = SizeUnit.gb,
     gpu_assumption: str | None = None,
     why_stack: str = "",
 ) -> None:
-    """The report as rich tables; `gpu_assumption`: the GPU count the verdict rests on,
-    assumed; `why_stack` is how the stack was chosen when the user named none
-    (`memtui.commands.default_stack`), said on the verdict line."""
-    console = console or Console()
+    """The verdict block, a few lines a 24-row terminal shows whole: the verdict and headroom
+    (with the stack, `why_stack` when memtui chose it, and `gpu_assumption`, the GPU count it
+    rests on when assumed), the plan in one line, the error band, the versions and what the
+    estimate assumed."""
     b, hw = report.budget, plan.hardware
-    arch = plan.model.architecture
+    u = unit.value
+    colour = {Verdict.fits: "green", Verdict.may_not_fit: "yellow"}.get(b.verdict, "red")
+    peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
+    how = f"; {escape(why_stack)}" if why_stack else ""
+    line = (
+        f"[bold {colour}]{b.verdict.value}[/] (stack: {report.stack}{how}): "
+        f"headroom {_num(b.headroom, unit)} {u} per GPU{peak}"
+    )
+    if gpu_assumption:
+        line += f" [yellow]assumed: {escape(gpu_assumption)}[/]"
+    console.print(line, soft_wrap=True)
     console.print(
-        Text(plan.model.name, style="bold")
+        Text(f"  {plan.model.name}", style="bold")
         + Text(
-            f": {format_count(report.parameters.total)} parameters "
-            f"({format_count(report.parameters.trainable)} trainable), {plan.method.value}, "
-            f"{plan.precision.value}, {plan.optimizer.value}, {plan.strategy.value} on "
-            f"{hw.nodes} x {hw.gpus_per_node} x {hw.gpu_name} ({hw.gpu_memory / GB:.1f} GB "
-            f"each); stack: {report.stack}"
+            f": {_parameters(plan, report)}; {plan.method.value}, {plan.precision.value}, "
+            f"{plan.optimizer.value}, {plan.strategy.value} on {hw.nodes} x {hw.gpus_per_node} "
+            f"x {hw.gpu_name} ({_num(hw.gpu_memory, unit)} {u} each)"
         )
     )
+    figure = max(b.total, b.peak_bytes)
+    said = f"  peak {_num(figure, unit)} {u} per GPU of {_num(b.capacity, unit)} {u}"
+    if b.band is not None:
+        top = _num(b.band.top(figure), unit)
+        said += f"; {escape(str(b.band))}: up to {top} {u} per GPU"
+    console.print(said, highlight=False)
+    console.print(Text(f"  versions: {shown(_versions(plan), LINE)}", style="dim"))
+    for note in report.assumptions:
+        console.print(Text(f"  assumed: {shown(note, LINE)}", style="dim"))
+
+
+def print_detail(
+    plan: Plan, report: Report, console: Console, unit: SizeUnit = SizeUnit.gb
+) -> None:
+    """What the verdict rests on: the shape, the budget term by term, the runtime overhead,
+    the phases, every strategy, the levers and the communication."""
+    b, hw = report.budget, plan.hardware
+    u = unit.value
+    arch = plan.model.architecture
+    console.print()
     if plan.objective.value != "sft":
         console.print(f"objective {plan.objective.value}: {objective_line(plan)}")
     console.print(
@@ -52,62 +103,49 @@ def print_report(
         f"{plan.attention.value} attention, checkpointing {plan.checkpointing.value}, "
         f"{arch.num_layers} layers; static state {report.bytes_per_param:.2f} B/param"
     )
-    for note in report.assumptions:
-        console.print(Text(f"assumed: {shown(note, LINE)}", style="dim"))
-    versions = ", ".join(
-        f"{package.value} {version or 'current'} ({source})"
-        for package, version, source in plan.versions.assumed()
-    )
-    console.print(Text(f"versions: {shown(versions, LINE)}", style="dim"))
 
     terms = Table(title="Per-GPU budget", title_justify="left")
     terms.add_column("Term")
-    terms.add_column("GB", justify="right")
+    terms.add_column(u, justify="right")
     terms.add_column("Source", overflow="fold")
     for t in b.terms:
         if t.bytes or t.key.value not in OBJECTIVE_TERMS:  # an objective's unused models: off
-            terms.add_row(t.label, _gb(t.bytes), t.source)
+            terms.add_row(t.label, _num(t.bytes, unit), t.source)
     terms.add_row(
         "[bold]Total[/]",
-        f"[bold]{_gb(b.total)}[/]",
-        f"as nvidia-smi shows it; tensors (max_memory_allocated) {_gb(b.allocated)} GB, "
-        f"reserved {_gb(b.reserved)} GB, static {_gb(b.static)} GB",
+        f"[bold]{_num(b.total, unit)}[/]",
+        f"as nvidia-smi shows it; tensors (max_memory_allocated) {_num(b.allocated, unit)} {u}, "
+        f"reserved {_num(b.reserved, unit)} {u}, static {_num(b.static, unit)} {u}",
     )
-    terms.add_row("Capacity", _gb(b.capacity), hw.gpu_name)
+    terms.add_row("Capacity", _num(b.capacity, unit), hw.gpu_name)
     console.print(terms)
     if spec_of(plan).online:
         generator = b.term("generator")
         console.print(
-            f"Trainer's share {_gb(b.total - generator)} GB, generator's share {_gb(generator)} "
-            f"GB per GPU during the training step (vLLM: {plan.vllm_mode.value})"
+            f"Trainer's share {_num(b.total - generator, unit)} {u}, generator's share "
+            f"{_num(generator, unit)} {u} per GPU during the training step (vLLM: "
+            f"{plan.vllm_mode.value})"
         )
     console.print(
         "Runtime overhead: "
-        + ", ".join(f"{r.name} {_gb(r.bytes)} GB ({r.where})" for r in report.runtime if r.bytes)
+        + ", ".join(
+            f"{r.name} {_num(r.bytes, unit)} {u} ({r.where})" for r in report.runtime if r.bytes
+        )
     )
     phases = Table(title="Phases (busiest GPU, CPU RAM per node)", title_justify="left")
-    for col in ("Phase", "GPU GB", "CPU RAM GB", "What"):
+    for col in ("Phase", f"GPU {u}", f"CPU RAM {u}", "What"):
         phases.add_column(col, justify="left" if col in ("Phase", "What") else "right")
     for phase in report.phases:
         phases.add_row(
-            phase.name, _gb(phase.gpu_bytes), _gb(phase.cpu_bytes_per_node), phase.source
+            phase.name,
+            _num(phase.gpu_bytes, unit),
+            _num(phase.cpu_bytes_per_node, unit),
+            phase.source,
         )
     console.print(phases)
-    colour = {Verdict.fits: "green", Verdict.may_not_fit: "yellow"}.get(b.verdict, "red")
-    verdict = f"[{colour}]{b.verdict.value}[/]"
-    peak = "" if b.peak_phase == "training step" else f" (peak in {b.peak_phase})"
-    how = f"; {escape(why_stack)}" if why_stack else ""
-    line = f"{verdict} (stack: {report.stack}{how}): headroom {_gb(b.headroom)} GB per GPU{peak}"
-    if gpu_assumption:
-        console.print(f"{line} [yellow]assumed: {escape(gpu_assumption)}[/]", soft_wrap=True)
-    else:
-        console.print(line)
-    if b.band is not None:
-        top = b.band.top(max(b.total, b.peak_bytes))
-        console.print(f"  {escape(str(b.band))}: up to {_gb(top)} GB per GPU", highlight=False)
 
     strat = Table(title="Strategies (per GPU)", title_justify="left")
-    for col in ("Strategy", "B/param/GPU", "Static GB", "Total GB", "Fits", "Max micro-batch"):
+    for col in ("Strategy", "B/param/GPU", f"Static {u}", f"Total {u}", "Fits", "Max micro-batch"):
         strat.add_column(col, justify="left" if col == "Strategy" else "right")
     refused: dict[str, list[str]] = {}  # why -> the strategies refused for it
     for row in report.strategies:
@@ -120,8 +158,8 @@ def print_report(
         strat.add_row(
             f"{row.strategy.value}{mark}",
             f"{row.per_gpu_static / plan.model.parameters:.2f}",
-            _gb(row.per_gpu_static),
-            _gb(row.per_gpu_total),
+            _num(row.per_gpu_static, unit),
+            _num(row.per_gpu_total, unit),
             "yes" if row.fits else ("static only" if row.fits_static else "no"),
             str(row.max_micro_batch),
         )
@@ -129,23 +167,20 @@ def print_report(
     for why, names in refused.items():
         console.print(f"n/a ({', '.join(names)}): {why}", markup=False)
 
-    levers = Table(title="Levers, in the order to pull them", title_justify="left")
-    for col in ("Lever", "Saves GB", "Cost", "State"):
-        levers.add_column(col, justify="right" if col == "Saves GB" else "left")
+    levers = Table(title="Levers, the largest saving first", title_justify="left")
+    for col in ("Lever", f"Saves {u}", "Cost", "State"):
+        levers.add_column(col, justify="right" if col.startswith("Saves") else "left")
     for lever in report.levers:
-        levers.add_row(
-            lever.name,
-            "-" if lever.applied else _gb(lever.saves_bytes),
-            lever.cost,
-            "on" if lever.applied else "pending",
-        )
+        saves = _num(lever.saves_bytes, unit) if lever.state is LeverState.pending else "-"
+        # a lever not applicable costs nothing: why it is not, in the cost's place
+        levers.add_row(lever.name, saves, lever.why or lever.cost, lever.state.value)
     console.print(levers)
     c = report.communication
     console.print(
-        f"Communication: {_gb(c.bytes_per_gpu_per_step)} GB per GPU per step, "
+        f"Communication: {_num(c.bytes_per_gpu_per_step, unit)} {u} per GPU per step, "
         f"{c.relative_to_ddp:.2f}x DDP, about {c.seconds_per_step:.2f} s on the links"
         + (
-            f" ({_gb(c.tensor_parallel_bytes)} GB of it tensor parallel)"
+            f" ({_num(c.tensor_parallel_bytes, unit)} {u} of it tensor parallel)"
             if c.tensor_parallel_bytes
             else ""
         )

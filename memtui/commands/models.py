@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from memtui.errors import UsageError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from memtui.estimator.catalog import CatalogEntry
 
 
@@ -46,7 +48,6 @@ def _row(entry: CatalogEntry) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Print the catalog (or the entries matching `args.search`); returns the exit code."""
     from memtui.estimator.catalog import find
-    from memtui.estimator.units import format_count
 
     entries = find(args.search)
     if not entries:
@@ -56,38 +57,85 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
 
+    import os
+
     from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=120)  # piped: rich would assume 80 columns; keep rows whole
+    _print_table(console, rows)
+    return 0
+
+
+_TYPE_MIN = 6
+"""The model type column's narrowest: the one column that is cut (with an ellipsis)."""
+
+_LEAVE_OUT = ("params", "vocab", "hidden", "heads/kv", "layers")
+"""The number columns a narrow terminal leaves out, first to last (never cropped: a cut
+count would mislead; `--json` has them all)."""
+
+
+def _print_table(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The catalog as a table as wide as the console: ids whole, one a line (people copy
+    them), an entry's variant ids under it; the type cut before any number, number columns
+    left out (and said) before an id is folded."""
     from rich.table import Table
 
+    from memtui.estimator.units import format_count
+
+    names = {
+        r["repo_id"]: "\n".join([r["repo_id"], *(f"  = {alias}" for alias in r["aliases"])])
+        for r in rows
+    }
+    kinds: dict[str, str] = {}
+    for r in rows:
+        kinds[r["repo_id"]] = r["model_type"] + (
+            f" top{r['experts_per_token']}/{r['experts']}" if r["experts"] else ""
+        )
+    numbers: dict[str, list[str]] = {
+        "params": [f"{r['parameters']:,}" for r in rows],
+        "": [format_count(r["parameters"]) for r in rows],
+        "layers": [str(r["layers"]) for r in rows],
+        "hidden": [str(r["hidden_size"]) for r in rows],
+        "heads/kv": [f"{r['heads']}/{r['kv_heads']}" for r in rows],
+        "vocab": [f"{r['vocab_size']:,}" for r in rows],
+    }
+    id_width = max(len(line) for name in names.values() for line in name.splitlines())
+    kind_width = max(len("type"), *map(len, kinds.values()))
+
+    def widths(columns: dict[str, list[str]]) -> dict[str, int]:
+        return {h: max(len(h), *map(len, c)) for h, c in columns.items()}
+
+    def room(columns: dict[str, list[str]]) -> int:
+        # box=None, pad_edge=False: two spaces between neighbouring columns
+        return console.width - id_width - sum(widths(columns).values()) - 2 * (len(columns) + 1)
+
+    left_out = []
+    for name in _LEAVE_OUT:
+        if room(numbers) >= _TYPE_MIN:
+            break
+        del numbers[name]
+        left_out.append(name)
     table = Table(
         title=f"memtui model catalog ({len(rows)} models)",
         title_justify="left",
         box=None,
         pad_edge=False,
     )
-    # Names fold on a narrow terminal; numbers never do (a cropped count would mislead).
-    table.add_column("repo id", overflow="fold")
-    table.add_column("type", overflow="fold")
-    for name in ("params", "", "layers", "hidden", "heads/kv", "vocab"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for r in rows:
-        kind = r["model_type"]
-        if r["experts"]:
-            kind += f" top{r['experts_per_token']}/{r['experts']}"
-        # variant ids that resolve to this entry, one per line under it
-        name = "\n".join([r["repo_id"], *(f"  = {alias}" for alias in r["aliases"])])
-        table.add_row(
-            name,
-            kind,
-            f"{r['parameters']:,}",
-            format_count(r["parameters"]),
-            str(r["layers"]),
-            str(r["hidden_size"]),
-            f"{r['heads']}/{r['kv_heads']}",
-            f"{r['vocab_size']:,}",
-        )
-    console = Console()
-    if not console.is_terminal:  # piped: rich would assume 80 columns; keep rows whole
-        console = Console(width=120)
+    # every width set: rich would otherwise crop a number column before the type
+    table.add_column("repo id", no_wrap=True, width=id_width)
+    type_width = max(_TYPE_MIN, min(kind_width, room(numbers)))
+    table.add_column("type", no_wrap=True, overflow="ellipsis", width=type_width)
+    for name, cells_width in widths(numbers).items():
+        table.add_column(name, justify="right", no_wrap=True, width=cells_width)
+    for i, r in enumerate(rows):
+        cells = [column[i] for column in numbers.values()]
+        table.add_row(names[r["repo_id"]], kinds[r["repo_id"]], *cells)
     console.print(table)
-    return 0
+    if left_out:
+        console.print(
+            f"left out at {console.width} columns: {', '.join(left_out)} (a wider terminal "
+            "or --json shows them)",
+            highlight=False,
+        )

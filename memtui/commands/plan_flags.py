@@ -8,6 +8,7 @@ becomes one line: what is wrong and what is allowed.
 from __future__ import annotations
 
 import argparse
+import re
 from argparse import _ArgumentGroup
 from collections.abc import Callable
 from enum import Enum
@@ -30,16 +31,24 @@ DEFAULT_MODEL = "meta-llama/Llama-2-7b-hf"
 def _gpu_memory(text: str) -> tuple[int, str, str | None, float | None]:
     """(bytes, card name, its default interconnect, its compute capability) for a size or a
     card preset."""
-    from memtui.estimator.hardware import GPUS, gpu_preset
+    from memtui.estimator.hardware import GPU_ALIASES, GPUS, gpu_preset
+    from memtui.estimator.suggest import did_you_mean
     from memtui.estimator.units import parse_size
 
     preset = gpu_preset(text)
     if preset:
         return preset.memory, preset.name, preset.intra_node, preset.compute_capability
     try:
+        # a bare number is refused, asking for the unit: "24" must not become 24 bytes
         return parse_size(text), f"{text} GPU", None, None
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{err}, or a card: {', '.join(GPUS)}") from None
+        listed = ", ".join(GPUS)
+        if re.fullmatch(r"[\d.]+\s*[kmgt]?i?b?", text.strip().lower()):  # a size, not a name
+            raise argparse.ArgumentTypeError(f"{err}, or a card: {listed}") from None
+        cards = {**{key: key for key in GPUS}, **{p.name: p.key for p in GPUS.values()}}
+        close = did_you_mean(text, {**cards, **GPU_ALIASES})
+        said = f"; {close} (cards: {listed})" if close else f", or a card: {listed}"
+        raise argparse.ArgumentTypeError(f"{err}{said}") from None
 
 
 def _size(text: str) -> int:
@@ -241,9 +250,11 @@ def _add_gpu_memory(group: _ArgumentGroup) -> None:
     # a size or a card preset, which also sets the card's name, link and compute capability
     group.add_argument(
         "--gpu-memory",
+        "--gpu",
         type=_gpu_memory,
         metavar="SIZE|CARD",
-        help="memory per GPU: 80GB, 80GiB, 81559MiB or a card (h100-sxm, a100-80gb...)",
+        help="memory per GPU: 80GB, 80GiB, 81559MiB (a bare number asks for its unit) or a "
+        "card (h100-sxm, a100-80gb, 4090...)",
     )
 
 

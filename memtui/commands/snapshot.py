@@ -23,12 +23,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
+from memtui.commands.unit_flag import add_unit_argument, unit_of
 from memtui.errors import UsageError
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan, Report
-
-UNITS = ("GiB", "GB")
 
 
 def register(sub: Any) -> None:
@@ -43,7 +42,7 @@ def register(sub: Any) -> None:
     parser.add_argument("file", metavar="FILE", help="snapshot pickle or memory_stats JSON")
     parser.add_argument("--device", type=int, metavar="N", help="only this device")
     parser.add_argument("--json", action="store_true", help="one JSON object per device (bytes)")
-    parser.add_argument("--unit", choices=UNITS, default="GiB", help="unit on screen (GiB)")
+    add_unit_argument(parser, default="gib")
     parser.add_argument(
         "--export-viz",
         metavar="OUT",
@@ -116,14 +115,12 @@ def run(args: argparse.Namespace) -> int:
     from memtui.text import LINE, shown
     from memtui.ui import snapshot_render as render
 
-    console = Console()
+    console, unit = Console(), unit_of(args).value
     console.print(render.header(summary, seconds))
     console.print(render.settings_line(summary.settings))
     for d in summary.devices:
         console.print()
-        console.print(
-            render.device_view(summary, d, args.unit, comparisons[d.device], console.width)
-        )
+        console.print(render.device_view(summary, d, unit, comparisons[d.device], console.width))
     if exported is not None:
         console.print(
             Text(

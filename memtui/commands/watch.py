@@ -1,6 +1,6 @@
 """`memtui watch`: GPU memory and processes as a table or JSON, like `nvidia-smi`/`gpustat`.
 
-    memtui watch --once                 one table of GPUs and processes
+    memtui watch --once                 one table of GPUs and processes (GB; --unit gib)
     memtui watch --once --json          the snapshot as JSON (bytes; None is "n/a")
     memtui watch --interval 2           a table every 2 s (JSON lines with --json)
     memtui watch --record run.jsonl     also append every snapshot to a JSONL trace
@@ -32,6 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
+from memtui.commands.unit_flag import add_unit_argument
 from memtui.errors import UsageError
 from memtui.text import LINE, shown
 
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
 
 MiB = 1024**2
 GiB = 1024**3
+_SCALES = {"gb": ((10**9, "GB"), (10**6, "MB")), "gib": ((GiB, "GiB"), (MiB, "MiB"))}
+"""`--unit`'s scales, a size and the smaller one below it: those of
+`memtui.estimator.units.SizeUnit`, written here because importing the estimator package would
+cost `watch` a third of a second before its first poll."""
 
 
 def register(subparsers: Any) -> None:
@@ -49,8 +54,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "watch",
         help="show GPU memory and processes (NVML), once or every few seconds",
-        description="Show GPU memory and processes, like nvidia-smi. Sizes in MiB/GiB.",
+        description="Show GPU memory and processes, like nvidia-smi. Sizes in GB (10^9 "
+        "bytes) as `memtui estimate` and the dashboard show them, or GiB with --unit gib.",
     )
+    add_unit_argument(p)
     p.add_argument("--once", action="store_true", help="poll once, print, exit")
     p.add_argument("--json", action="store_true", help="print snapshots as JSON")
     p.add_argument("--count", type=int, metavar="N", help="stop after N polls")
@@ -189,11 +196,13 @@ def run(args: argparse.Namespace) -> int:
                     clear=not args.once and polls > 1,
                     retry_s=retry_s,
                     say_failure=not failed,
+                    unit=args.unit,
                 )
             if args.attach:
                 from memtui.commands.attach_text import print_attach
+                from memtui.commands.unit_flag import unit_of
 
-                print_attach(snapshot, source.info, args.json)
+                print_attach(snapshot, source.info, args.json, unit_of(args))
             if failed:
                 _error(snapshot.message)
             if stop:
@@ -221,13 +230,15 @@ def _error(message: str | None) -> None:
     print(f"memtui watch: {shown(message or 'failed', LINE)}", file=sys.stderr, flush=True)
 
 
-def format_bytes(value: int | None) -> str:
-    """Bytes for people: "n/a", "512 MiB" or "63.9 GiB" (binary units, said explicitly)."""
+def format_bytes(value: int | None, unit: str = "gb") -> str:
+    """Bytes for people in `--unit`'s family: "n/a", "537 MB" or "68.6 GB" (decimal, the
+    default), "512 MiB" or "63.9 GiB" (binary); the unit always said."""
     if value is None:
         return "n/a"
-    if value < GiB:
-        return f"{value / MiB:.0f} MiB"
-    return f"{value / GiB:.1f} GiB"
+    (scale, name), (small, small_name) = _SCALES[unit]
+    if value < scale:
+        return f"{value / small:.0f} {small_name}"
+    return f"{value / scale:.1f} {name}"
 
 
 def _percent(value: int | None) -> str:
@@ -281,9 +292,10 @@ def _print_table(
     clear: bool,
     retry_s: float | None = None,
     say_failure: bool = True,
+    unit: str = "gb",
 ) -> None:
-    """The snapshot as tables on stdout; `say_failure`: its failure line too (False when the
-    caller says it on stderr)."""
+    """The snapshot as tables on stdout, sizes in `unit` (`--unit`); `say_failure`: its
+    failure line too (False when the caller says it on stderr)."""
     from rich.table import Table
 
     console = _console_class()(highlight=False, width=None if sys.stdout.isatty() else 120)
@@ -330,7 +342,7 @@ def _print_table(
             notes.append(f"host {host}: {host_node.message or host_node.state.value}")
         for d in host_node.devices:
             host_cell = [_text(host)] if node is None else []
-            peak_cell = [format_bytes(d.memory_peak)] if node is None else []
+            peak_cell = [format_bytes(d.memory_peak, unit)] if node is None else []
             if d.lost:
                 blank = [""] * (len(columns) - 3 - len(host_cell))
                 gpus_table.add_row(*host_cell, d.label, _text(_device_name(d)), "LOST", *blank)
@@ -341,10 +353,10 @@ def _print_table(
                 *host_cell,
                 d.label,
                 _text(_device_name(d)),
-                format_bytes(d.memory_used),
-                format_bytes(d.memory_total),
-                format_bytes(d.memory_free),
-                format_bytes(d.memory_reserved),
+                format_bytes(d.memory_used, unit),
+                format_bytes(d.memory_total, unit),
+                format_bytes(d.memory_free, unit),
+                format_bytes(d.memory_reserved, unit),
                 "n/a" if frac is None else f"{frac:.0%}",
                 _percent(d.utilization_gpu),
                 "n/a" if d.processes is None else str(len(d.processes)),
@@ -381,7 +393,7 @@ def _print_table(
                 command = command[: room - 1] + "…"
             host_cell = [_text(key.host)] if node is None else []
             procs.add_row(*host_cell, d.label, str(p.pid), _text(p.user or "?"),
-                          format_bytes(p.used_bytes), _text(command))  # fmt: skip
+                          format_bytes(p.used_bytes, unit), _text(command))  # fmt: skip
             rows += 1
     if rows:
         console.print()

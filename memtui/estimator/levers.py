@@ -1,6 +1,8 @@
 """The levers of the 13B analysis (docs/references.md, item 4) and docs/architecture.md, "Where each
-formula lives", in the order they are applied: activation levers first (cheapest), then state
-levers. Each lever's saving is computed by estimating the plan with that lever pulled.
+formula lives", built in the order they are applied: activation levers first (cheapest), then
+state levers. Each lever's saving is computed by estimating the plan with that lever pulled; the
+list is shown by saving, largest first (that order breaks ties), then the levers already on,
+then those with nothing to pull on this plan.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from memtui.estimator.choices import (
     Offload,
     Optimizer,
     RefModel,
+    Strategy,
     VllmMode,
 )
 from memtui.estimator.communication import volume
 from memtui.estimator.objectives import keeps_reference, reference_is_copy, spec_of
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
-from memtui.estimator.report import Lever
+from memtui.estimator.report import Lever, LeverState
 from memtui.estimator.strategies import offload_runs, strategy_spec
 
 PlanTotal = Callable[[Plan], int]
@@ -38,11 +41,16 @@ def _lever(
     cost: str,
     applied: bool,
     update: dict[str, Any],
+    why_not: str = "",
 ) -> Lever | None:
-    """The lever, or None when the plan with it pulled breaks a rule of the plan or its
-    stack (a lever is never priced on a plan the user could not run)."""
+    """The lever (not applicable when `why_not` says why), or None when the plan with it
+    pulled breaks a rule of the plan or its stack (a lever is never priced on a plan the
+    user could not run) or saves nothing (it is not offered)."""
     if applied:
-        return Lever(name=name, saves_bytes=0, cost=cost, applied=True)
+        return Lever(name=name, saves_bytes=0, cost=cost, state=LeverState.applied)
+    if why_not:
+        state = LeverState.not_applicable
+        return Lever(name=name, saves_bytes=0, cost=cost, state=state, why=why_not)
     # model_copy skips validation (10 us a plan against 2 on this hot path): the updates are
     # valid field values, so only the cross-field rules need checking
     pulled = plan.model_copy(update=update)
@@ -50,18 +58,19 @@ def _lever(
         pulled.check_rules()
     except ValueError:
         return None
-    saves = max(0, total - per_gpu_total(pulled))
-    return Lever(name=name, saves_bytes=saves, cost=cost, applied=False)
+    saves = total - per_gpu_total(pulled)
+    return Lever(name=name, saves_bytes=saves, cost=cost) if saves > 0 else None
 
 
 def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
     costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
-    plan's stack cannot pull are left out."""
+    plan's stack cannot pull, and those that would save nothing, are left out; a lever whose
+    setting has nowhere to go on this plan is there, not applicable, with why."""
     stack = CAPABILITIES[plan.stack]
 
-    def make(name: str, cost: str, applied: bool, **update: Any) -> Lever | None:
-        return _lever(plan, total, per_gpu_total, name, cost, applied, update)
+    def make(name: str, cost: str, applied: bool, why_not: str = "", **update: Any) -> Lever | None:
+        return _lever(plan, total, per_gpu_total, name, cost, applied, update, why_not)
 
     b = plan.micro_batch
     half = max(1, b // 2)
@@ -69,8 +78,17 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
     next_stage = how.next_stage
     if how.hybrid and plan.hardware.nodes == 1:
         next_stage = None  # HSDP on one node already shards over every GPU
+    unsharded = ""  # why there is no further stage to pull: the stack runs none
     if next_stage is not None and next_stage not in stack.strategies:
-        next_stage = None
+        # the stack shards its own way (FSDP where DeepSpeed's next stage is named): the
+        # first of its strategies, in its own order, that shards more kinds of state
+        more = [s for s in stack.strategies if _kinds_sharded(s) > _kinds_sharded(plan.strategy)]
+        next_stage = more[0] if more else None
+        if next_stage is None:
+            runs = ", ".join(s.value for s in stack.strategies)
+            unsharded = (
+                f"{stack.label} shards no further than {plan.strategy.value} (it runs {runs})"
+            )
     extra_comm = ""
     if next_stage is not None:
         now = sum(volume(plan, plan.strategy, trainable))
@@ -90,9 +108,10 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
         make(
             f"Micro-batch {b} -> {half}, accumulate x{2 * plan.grad_accum}"
             if b > 1
-            else "Smaller micro-batch (already 1)",
+            else "Smaller micro-batch",
             f"same global batch; smaller kernels{gathers}",
-            b == 1,
+            False,
+            why_not="the micro-batch is 1 already" if b == 1 else "",
             micro_batch=half,
             grad_accum=plan.grad_accum * 2,
         )
@@ -117,7 +136,8 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
         make(
             f"Sequence {plan.seq_len} -> {max(1, plan.seq_len // 2)} (or packing)",
             "fewer tokens per sample; packing keeps the tokens per step",
-            plan.seq_len == 1,
+            False,
+            why_not="the sequence is 1 token already" if plan.seq_len == 1 else "",
             seq_len=max(1, plan.seq_len // 2),
         ),
         make(
@@ -136,9 +156,14 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
         else None,
         _offload_lever(plan, stack.offloads, make),
         make(
-            f"Shard further ({next_stage.value if next_stage else 'full shard'})",
+            f"Shard further ({next_stage.value})"
+            if next_stage
+            else "Shard further"
+            if unsharded
+            else "Shard further (full shard)",
             f"more collectives per step{extra_comm}",
-            next_stage is None,
+            next_stage is None and not unsharded,
+            why_not=unsharded,
             strategy=next_stage or plan.strategy,
         ),
         make(
@@ -162,10 +187,22 @@ def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> 
         ),
     ]
     out.extend(_objective_levers(plan, make))
-    return tuple(lever for lever in out if lever is not None)
+    # by saving, the largest first (the building order above breaks ties: sorted is stable),
+    # then the levers already on, then those with nothing to pull here
+    rank = {LeverState.pending: 0, LeverState.applied: 1, LeverState.not_applicable: 2}
+    offered = [lever for lever in out if lever is not None]
+    return tuple(sorted(offered, key=lambda lever: (rank[lever.state], -lever.saves_bytes)))
 
 
 LeverMaker = Callable[..., Lever | None]
+
+
+def _kinds_sharded(strategy: Strategy) -> int:
+    """How many of weights, gradients and optimizer state `strategy` shards (HSDP's only
+    inside a node: less than full sharding)."""
+    how = strategy_spec(strategy)
+    kinds = how.shards_weights + how.shards_gradients + how.shards_optimizer
+    return kinds - how.hybrid
 
 
 def _loss_lever(plan: Plan, losses: tuple[LossKind, ...], make: LeverMaker) -> Lever | None:
@@ -249,7 +286,10 @@ def _objective_levers(plan: Plan, make: LeverMaker) -> list[Lever | None]:
                 f"Completions {plan.max_completion_length} -> "
                 f"{max(1, plan.max_completion_length // 2)} tokens",
                 "shorter reasoning: truncated completions score worse",
-                plan.max_completion_length == 1,
+                False,
+                why_not="completions are 1 token already"
+                if plan.max_completion_length == 1
+                else "",
                 max_completion_length=max(1, plan.max_completion_length // 2),
             )
         )

@@ -26,9 +26,10 @@ from typing import Any, Literal, Protocol
 
 from memtui.bounded import MODEL_CONFIG, read_text
 from memtui.errors import one_line
-from memtui.estimator.catalog import base_of_variant, lookup_id
+from memtui.estimator.catalog import CATALOG, base_of_variant, lookup_id
 from memtui.estimator.configs import ModelConfigError, architecture_from_config
 from memtui.estimator.plan import ModelSpec
+from memtui.estimator.suggest import did_you_mean
 from memtui.estimator.units import parse_count
 
 Origin = Literal["file", "folder", "catalog", "count", "cache", "hub"]
@@ -155,6 +156,16 @@ def bare_count(text: str) -> int | None:
         return None
 
 
+def _catalog_names() -> dict[str, str]:
+    """Every catalog id and alias, by itself and by its name after the slash (a typo of
+    'Llama-2-7b-hf' is nearer that than the whole id), to suggest for an unknown model."""
+    names: dict[str, str] = {}
+    for entry in CATALOG.values():
+        for name in (entry.repo_id, *entry.aliases):
+            names[name] = names[name.split("/", 1)[-1]] = name
+    return names
+
+
 def _resolve(text: str, fetch: ConfigFetch | None) -> ResolvedModel:
     path = Path(text).expanduser()
     if path.is_dir():
@@ -190,6 +201,8 @@ def _resolve(text: str, fetch: ConfigFetch | None) -> ResolvedModel:
         if base
         else ""
     )
+    if not base and (close := did_you_mean(text, _catalog_names())):
+        hint = f"; {close}"
     raise ModelConfigError(
         f"model {text!r} not found: no such file or folder, not a catalog id "
         f"(see `memtui models`), not a parameter count, not in the Hugging Face cache at "

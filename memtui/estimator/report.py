@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, computed_field
 
 from memtui.estimator.choices import Strategy
 from memtui.estimator.error_band import ErrorBand
@@ -105,15 +105,35 @@ class StrategyRow(StrategyEntry):
     strategy: Strategy
 
 
+class LeverState(str, Enum):
+    """Where a lever stands for the plan: `--json`'s `state`, the text's and the screen's
+    State column."""
+
+    applied = "applied"
+    """On in the plan already: it saves nothing more."""
+    pending = "pending"
+    """Off, and pulling it saves `saves_bytes` (always more than 0: a lever that saves
+    nothing is not offered)."""
+    not_applicable = "not applicable"
+    """Off, and there is nothing to pull on this plan (`why` says what)."""
+
+
 class Lever(Frozen):
     """A change that saves memory, with what it saves for this plan and what it costs."""
 
     name: str
     saves_bytes: int
-    """Bytes per GPU saved against the current plan (0 when already on or no gain)."""
+    """Bytes per GPU saved against the current plan (0 unless pending)."""
     cost: str
-    applied: bool
-    """Already on in the plan."""
+    state: LeverState = LeverState.pending
+    why: str = ""
+    """Why it is not applicable (empty in the other states)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def applied(self) -> bool:
+        """Already on in the plan (the `applied` key scripts read since before `state`)."""
+        return self.state is LeverState.applied
 
 
 class Communication(Frozen):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from enum import Enum
 
 from memtui.errors import PlanError
 
@@ -88,6 +89,33 @@ def format_bytes(n: float, unit: str = "GB", digits: int = 1) -> str:
     """Bytes as text with the unit said: format_bytes(52e9) -> '52.0 GB'."""
     scale = _SIZE_UNITS[unit.lower()]
     return f"{n / scale:,.{digits}f} {unit}"
+
+
+class SizeUnit(str, Enum):
+    """The unit sizes are shown in, the same on every command (`--unit gb|gib`) and the
+    dashboard (`u`): decimal GB by default, binary GiB (PyTorch's OOM message, nvidia-smi's
+    MiB) on request."""
+
+    gb = "GB"
+    gib = "GiB"
+
+    @property
+    def small(self) -> str:
+        """The unit of the same family for a size below one `self`: MB or MiB."""
+        return "MB" if self is SizeUnit.gb else "MiB"
+
+    @property
+    def scale(self) -> int:
+        """Bytes in one of `self`."""
+        return _SIZE_UNITS[self.value.lower()]
+
+
+def format_size(n: int, unit: SizeUnit, digits: int = 1) -> str:
+    """Bytes with the unit said, a size below one `unit` in its small unit: format_size(
+    2**29, SizeUnit.gib) -> '512 MiB', format_size(30 * 10**9, SizeUnit.gb) -> '30.0 GB'."""
+    if abs(n) < unit.scale:
+        return format_bytes(n, unit.small, 0)
+    return format_bytes(n, unit.value, digits)
 
 
 def format_count(n: int) -> str:

@@ -1,7 +1,8 @@
-"""The lever list: what each lever would save for this plan, what it costs, on or pending.
+"""The lever list: what each lever would save for this plan, what it costs, and its state:
+pending, on (applied) or n/a (not applicable, the cost column says why).
 
-Levers come from the estimator in the order to pull them (docs/architecture.md, "Where each formula
-lives").
+Levers come from the estimator by saving, the largest first, then those on, then those not
+applicable (docs/architecture.md, "Where each formula lives").
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from rich.table import Table
 from textual.reactive import reactive
 
 from memtui.estimator import Lever
+from memtui.estimator.report import LeverState
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
+
+_SAID = {LeverState.applied: "on", LeverState.not_applicable: "n/a"}
+"""A lever's state where a pending one shows its saving."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,7 @@ class LeverView:
 
 
 class LeverList(ViewWidget):
-    """Levers in the order to pull them."""
+    """Levers, the largest saving first; those on, then those not applicable, after."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"lever-list--on", "lever-list--pending"}
     DEFAULT_CSS = "LeverList { height: auto; }"
@@ -38,16 +43,18 @@ class LeverList(ViewWidget):
         if view is None:
             return
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
-        table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
+        table.add_column("Lever (the largest saving first)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
         if not view.narrow:
             table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
         on = self.get_component_rich_style("lever-list--on")
         pending = self.get_component_rich_style("lever-list--pending")
         for lever in view.levers:
-            # "on" in place of the saving: a lever already pulled saves nothing more
-            cells = [lever.name, "on" if lever.applied else num(lever.saves_bytes, view.unit)]
+            # the state in place of the saving: a lever on or not applicable saves nothing
+            is_pending = lever.state is LeverState.pending
+            saves = num(lever.saves_bytes, view.unit) if is_pending else _SAID[lever.state]
+            cells = [lever.name, saves]
             if not view.narrow:
-                cells.append(lever.cost)
-            table.add_row(*cells, style=on if lever.applied else pending)
+                cells.append(f"{lever.why} (not applicable)" if lever.why else lever.cost)
+            table.add_row(*cells, style=pending if is_pending else on)
         self.show(table, table.row_count + 1)
