@@ -37,10 +37,19 @@ BEGIN, END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 
 class Per(Enum):
-    """What the published tokens/s counts."""
+    """Whose tokens the published tokens/s counts."""
 
     gpu = "per GPU"
     job = "all GPUs"
+
+
+class Over(Enum):
+    """Which steps the published tokens/s is taken over."""
+
+    optimizer_steps = "optimizer steps"
+    """Whole optimizer steps (an epoch, a logging window): the optimizer step included."""
+    micro_steps = "median micro-step"
+    """The median micro-step of an accumulation: the optimizer step left out."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ class Run:
     per: Per
     runner: str
     """The software that ran it, as the source names it."""
+    over: Over = Over.optimizer_steps
     compiled: bool = False
     pretraining: bool = False
     """A pretraining-style run of a fine-tuning stack (synthetic or web data, full model)."""
@@ -138,6 +148,14 @@ TT_ADAMW = (
 )
 A100_SIZE = "the A100's memory is not stated; 80GB (the 3B packed run peaks at 60.0 GiB)"
 A100_8X = "the A100's memory is not stated; 80GB (the 405B QLoRA row peaks at 44.8 GB)"
+# torchtune's recipes log tokens_per_second_per_gpu (rank 0's own tokens), but read so, these
+# rows would need more than an A100's 312 TFLOPS dense bf16 peak: 6 x 70.6e9 FLOPs a token
+# (frozen base, checkpointed) x 3497 = 1.48 PFLOP/s for the 70B LoRA, 8 x 70.6e9 x 1568 =
+# 886 TFLOP/s for the 70B full fine-tune, 6 x 405.9e9 x 653 = 1.59 PFLOP/s for the 405B QLoRA
+TT_8X_JOB = (
+    "read as the whole job's tokens/s: per GPU, the figure would exceed the A100's dense "
+    "bf16 peak (the FLOPs per token times the tokens/s)"
+)
 # torchtune's LoRA names: output_proj is o_proj; apply_lora_to_mlp adds w1, w2, w3
 TT_ATTN_MLP = "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
 
@@ -224,6 +242,7 @@ def _vectorlm(method: str, gpus: int, column: int) -> Run:
         float(cell.split()[0]),
         Per.job,
         "VectorLM (FSDP1)",
+        Over.micro_steps,
         defaults=VLM_DEFAULTS,
         notes=(f"column 'Meta-Llama-3-8B ({seq_len})': {cell}", VLM_NOTE),
     )  # fmt: skip
@@ -348,32 +367,32 @@ RUNS: tuple[Run, ...] = (
         Config("meta-llama/Llama-3.1-70B", "a100-80gb", 8, "full", "bf16", "adamw", "fsdp", 2,
                2048, 1, "full", "torchtune",
                "--loss chunked --optimizer-kernel fused --offload params"),
-        1568, Per.gpu, "torchtune full_finetune_distributed", compiled=True,
+        1568, Per.job, "torchtune full_finetune_distributed", compiled=True,
         defaults=(A100_8X, f"{TT_CONFIGS_2409} 70B_full: fsdp_cpu_offload True (parameters, "
                   "gradients and the AdamW step on the CPU), AdamW fused, activation "
                   "checkpointing, CEWithChunkedOutputLoss"),
-        notes=(TT_2409_NOTE, "README: '** = Uses CPU offload with fused optimizer'")),
+        notes=(TT_8X_JOB, TT_2409_NOTE, "README: '** = Uses CPU offload with fused optimizer'")),
     Run("tt-2409-llama31-70b-lora-8xa100", TT_2409,
         "| Llama 3.1 70B | LoRA | 8x A100 | 27.6 GiB  | 3497  |",
         Config("meta-llama/Llama-3.1-70B", "a100-80gb", 8, "lora", "bf16", "adamw", "fsdp", 2,
                2048, 1, "full", "torchtune",
                "--lora-rank 16 --lora-targets q_proj,k_proj,v_proj --loss chunked "
                "--optimizer-kernel fused"),
-        3497, Per.gpu, "torchtune lora_finetune_distributed", compiled=True,
+        3497, Per.job, "torchtune lora_finetune_distributed", compiled=True,
         defaults=(A100_8X, f"{TT_CONFIGS_2409} 70B_lora: rank 16 on q, k and v, AdamW fused, "
                   "activation checkpointing, CEWithChunkedOutputLoss"),
-        notes=(TT_2409_NOTE,)),
+        notes=(TT_8X_JOB, TT_2409_NOTE,)),
     Run("tt-2409-llama31-405b-qlora-8xa100", TT_2409,
         "| Llama 3.1 405B | QLoRA | 8x A100 | 44.8 GB  | 653  |",
         Config("meta-llama/Llama-3.1-405B", "a100-80gb", 8, "qlora", "bf16", "adamw", "fsdp",
                2, 2048, 1, "full", "torchtune",
                "--lora-rank 16 --lora-targets all-linear --loss chunked "
                "--optimizer-kernel fused"),
-        653, Per.gpu, "torchtune lora_finetune_distributed", compiled=True,
+        653, Per.job, "torchtune lora_finetune_distributed", compiled=True,
         defaults=(A100_8X, f"{TT_CONFIGS_2409} 405B_qlora: rank 16 on q, k, v, output_proj and "
                   "the MLP, AdamW fused, activation checkpointing (its batch_size 1 and "
                   "gradient_accumulation_steps 16 are overridden by the README's note)"),
-        notes=(TT_2409_NOTE,)),
+        notes=(TT_8X_JOB, TT_2409_NOTE,)),
     # torchtitan, mid 2024: FSDP2 pretraining on 64 A100 80GB (8 nodes), C4
     Run("titan-a100-llama3-70b-full-mb1", TITAN_A100, "| 70B | 1 | full | 331 | 51.7% |",
         Config("meta-llama/Meta-Llama-3-70B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
