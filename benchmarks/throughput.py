@@ -21,7 +21,10 @@ the plan describes) and summarised apart, so that what compile buys shows as the
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from memtui.cli import build_parser  # noqa: E402
 from memtui.commands.plan_flags import plan_from_args  # noqa: E402
 from memtui.estimator.plan import Plan  # noqa: E402
+from memtui.estimator.step_time import StepTime, step_time  # noqa: E402
 
 BEGIN, END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
@@ -488,3 +492,119 @@ def compared() -> list[Run]:
 
 def listed() -> list[Run]:
     return [r for r in RUNS if r.cannot]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A compared run: what was measured, and memtui's step for its plan."""
+
+    run: Run
+    plan: Plan
+    step: StepTime
+
+    @property
+    def predicted(self) -> float:
+        """memtui's tokens/s per GPU over the steps the run's figure was taken over."""
+        if self.run.over is Over.optimizer_steps:
+            return self.step.tokens_per_second_per_gpu
+        per_micro_step = self.step.tokens_per_step / self.plan.grad_accum / self.plan.hardware.gpus
+        return per_micro_step / self.step.micro_step_seconds
+
+    @property
+    def error(self) -> float:
+        """Step-time error: predicted seconds over measured seconds, minus one (the same
+        tokens in both, so measured tokens/s over predicted tokens/s)."""
+        return self.run.tokens_per_second_per_gpu / self.predicted - 1
+
+    @property
+    def card(self) -> str:
+        return self.plan.hardware.gpu_name
+
+    @property
+    def largest_parts(self) -> str:
+        """The two largest parts of memtui's step, as shares of it."""
+        parts = sorted(self.step.parts, key=lambda p: p.seconds, reverse=True)[:2]
+        return ", ".join(f"{p.kind.value} {p.seconds / self.step.seconds:.0%}" for p in parts)
+
+
+def outcome(run: Run) -> Outcome:
+    plan = plan_for(run)
+    return Outcome(run, plan, step_time(plan))
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def report() -> tuple[str, list[Outcome]]:
+    outcomes = [outcome(r) for r in compared()]
+    lines = [
+        "| run | stack | card | method | measured tok/s/GPU | memtui tok/s/GPU | step-time error "
+        "| memtui MFU | largest parts | source |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for o in outcomes:
+        flags = " (compiled)" if o.run.compiled else ""
+        lines.append(
+            f"| {o.run.id}{flags} | {o.plan.stack.value} | {o.card} | {o.plan.method.value} | "
+            f"{o.run.tokens_per_second_per_gpu:,.0f} | {o.predicted:,.0f} | {_pct(o.error)} | "
+            f"{o.step.mfu:.0%} | {o.largest_parts} | {o.run.source} |"
+        )
+    lines += ["", *_summary(outcomes), "", "Worst runs:", ""]
+    worst = sorted(outcomes, key=lambda o: abs(o.error), reverse=True)[:5]
+    lines += [f"- {o.run.id}: {_pct(o.error)} ({o.largest_parts})" for o in worst]
+    lines += ["", "Listed, not compared (a memtui plan cannot express what they ran):", ""]
+    lines += [
+        f"- {r.id} ({r.tokens_per_second_per_gpu:,.0f} tok/s/GPU): {r.cannot}" for r in listed()
+    ]
+    return "\n".join(lines), outcomes
+
+
+def _summary(outcomes: list[Outcome]) -> list[str]:
+    def line(label: str, group: list[Outcome]) -> str:
+        errors = [o.error for o in group]
+        return (
+            f"| {label} | {len(group)} | {statistics.median(abs(e) for e in errors):.1%} | "
+            f"{max(abs(e) for e in errors):.1%} | {_pct(statistics.median(errors))} |"
+        )
+
+    groups: list[tuple[str, Callable[[Outcome], str]]] = [
+        ("stack", lambda o: o.plan.stack.value),
+        ("card", lambda o: o.card),
+        ("stack and card", lambda o: f"{o.plan.stack.value}, {o.card}"),
+        ("method", lambda o: o.plan.method.value),
+        ("runner", lambda o: o.run.runner),
+        ("torch.compile", lambda o: "compiled" if o.run.compiled else "eager"),
+    ]
+    rows = [
+        "| runs | n | median abs error | max abs error | median error |",
+        "|---|---:|---:|---:|---:|",
+        line("all", outcomes),
+    ]
+    for name, key in groups:
+        for value in sorted({key(o) for o in outcomes}):
+            rows.append(line(f"{name}: {value}", [o for o in outcomes if key(o) == value]))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", metavar="FILE", help="replace the table in FILE's markers")
+    args = parser.parse_args()
+    text, _ = report()
+    print(text)
+    if args.write:
+        path = Path(args.write)
+        doc = path.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{text}\n{END}"
+        if BEGIN in doc:
+            head, rest = doc.split(BEGIN, 1)
+            doc = head + block + rest.split(END, 1)[1]
+        else:
+            doc = doc.rstrip() + "\n\n" + block + "\n"
+        path.write_text(doc, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -78,3 +78,33 @@ def test_per_gpu_throughput_divides_a_job_figure_by_its_gpus(run: Any) -> None:
 def test_listed_runs_say_why() -> None:
     listed = throughput.listed()
     assert listed and all(len(r.cannot) > 20 for r in listed)
+
+
+def test_the_report_prints_an_error_for_every_compared_run() -> None:
+    text, outcomes = throughput.report()
+    assert [o.run.id for o in outcomes] == [r.id for r in throughput.compared()]
+    rows = {line.split(" | ")[0].lstrip("| ").split(" ")[0]: line for line in text.splitlines()}
+    for o in outcomes:
+        assert o.predicted > 0
+        # the row shows the measured and predicted figures and the step-time error
+        row = rows[o.run.id]
+        assert f"{o.run.tokens_per_second_per_gpu:,.0f}" in row
+        assert f"{o.error:+.1%}" in row
+    for run in throughput.listed():
+        assert f"- {run.id} (" in text
+    assert "| all | " in text
+
+
+def test_the_error_is_the_step_time_error() -> None:
+    run = next(r for r in throughput.compared() if r.over is throughput.Over.optimizer_steps)
+    o = throughput.outcome(run)
+    tokens_per_gpu = o.step.tokens_per_step / o.plan.hardware.gpus
+    measured_seconds = tokens_per_gpu / o.run.tokens_per_second_per_gpu
+    assert o.error == pytest.approx(o.step.seconds / measured_seconds - 1)
+
+
+def test_a_median_micro_step_figure_is_compared_without_the_optimizer_step() -> None:
+    run = next(r for r in throughput.compared() if r.over is throughput.Over.micro_steps)
+    o = throughput.outcome(run)
+    tokens = o.plan.micro_batch * o.plan.seq_len
+    assert o.predicted == pytest.approx(tokens / o.step.micro_step_seconds)
