@@ -138,7 +138,8 @@ class Lever(Frozen):
 
 
 class StepPartKind(str, Enum):
-    """One part of a training step's time (`memtui.estimator.step_time`)."""
+    """One part of a training step's time (`memtui.estimator.step_time`): every part runs
+    once per micro-step but the optimizer and step_communication, once per optimizer step."""
 
     forward = "forward"
     """Matmuls, attention and elementwise kernels of the forward passes (a reference model's
@@ -159,10 +160,6 @@ class StepPartKind(str, Enum):
     """The optimizer step (on the GPU, or on the CPU with its copies under offload)."""
     step_communication = "step_communication"
     """Collectives at the accumulation boundary not hidden behind the last backward."""
-
-    @property
-    def per_micro_step(self) -> bool:
-        return self not in (StepPartKind.optimizer, StepPartKind.step_communication)
 
 
 @dataclass(frozen=True)
