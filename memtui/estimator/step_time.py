@@ -116,8 +116,10 @@ ELEMENTWISE_BACKWARD_RATIO = 2
 """An elementwise op's backward reads the output's gradient and its saved inputs and writes
 the input's gradient: about twice its forward's bytes."""
 # PEFT tuners/lora/layer.py Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling:
-# the scale (2 w) and the add (3 w) on every output element
+# the scale (2 w) and the add (3 w) on every output element; backward, the add passes its
+# gradient through and the scale's backward multiplies it (2 w)
 LORA_OUTPUT_PASSES = 5
+LORA_OUTPUT_BACKWARD_PASSES = 2
 # Eager attention's softmax over the s x s scores (modeling_llama.py eager_attention_forward):
 # softmax in fp32 (read w, write 4 B), read 4 B, cast back (write w), plus the scores written
 # by QK^T and the probabilities read by AV (counted in their matmuls): 14 B per score in bf16
@@ -365,9 +367,9 @@ def _matmuls(
         flops_b += grads * flops
         if lin.role in adapted:
             a = card.gemm(m, lin.d_in, r, wb) + card.gemm(m, r, d_out, wb)
-            out = LORA_OUTPUT_PASSES * w * m * d_out / card.bandwidth
-            lora_fwd += (a + out) * lin.count
-            lora_bwd += (2 * a + ELEMENTWISE_BACKWARD_RATIO * out) * lin.count
+            out = w * m * d_out / card.bandwidth
+            lora_fwd += (a + LORA_OUTPUT_PASSES * out) * lin.count
+            lora_bwd += (2 * a + LORA_OUTPUT_BACKWARD_PASSES * out) * lin.count
             lora_flops += 2 * m * r * (lin.d_in + d_out) * lin.count
     return fwd, bwd, flops_f, flops_b, lora_fwd, lora_bwd, lora_flops
 
