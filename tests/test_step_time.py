@@ -56,9 +56,7 @@ def test_narayanan_flops_with_and_without_full_recomputation():
     expected = 72 * b * s * L * H**2 * (1 + s / (6 * H) + V / (12 * L * H))
     assert plain.hardware_flops == pytest.approx(expected, rel=1e-12)
     assert plain.model_flops == pytest.approx(expected, rel=1e-12)
-    ckpt = step_time(
-        gpt_plan(micro_batch=b, seq_len=s, attention="eager", checkpointing="full")
-    )
+    ckpt = step_time(gpt_plan(micro_batch=b, seq_len=s, attention="eager", checkpointing="full"))
     # with full recomputation the layers run forward twice: 96 B s l h^2 (1 + s/6h + V/16lh)
     expected = 96 * b * s * L * H**2 * (1 + s / (6 * H) + V / (16 * L * H))
     assert ckpt.hardware_flops == pytest.approx(expected, rel=1e-12)
@@ -118,10 +116,13 @@ def test_moe_runs_only_the_routed_experts():
     arch = model.architecture
     s = 1024
     timed = step_time(Plan(model=model, seq_len=s, hardware={"gpus_per_node": 8}))
-    active = sum(
-        lin.d_in * lin.d_out * lin.count * (2 / 8 if lin.group == "expert" else 1)
-        for lin in arch.linear_layers
-    ) + arch.vocab_size * arch.hidden_size
+    active = (
+        sum(
+            lin.d_in * lin.d_out * lin.count * (2 / 8 if lin.group == "expert" else 1)
+            for lin in arch.linear_layers
+        )
+        + arch.vocab_size * arch.hidden_size
+    )
     attention = 12 * arch.num_layers * arch.num_heads * arch.dim_head * s
     assert timed.model_flops / (timed.tokens_per_step / 8) == pytest.approx(
         6 * active + attention, rel=1e-12
@@ -160,9 +161,7 @@ def test_sharding_divides_the_optimizer_step():
     model = load_model("meta-llama/Llama-2-7b-hf")
     ddp = step_time(Plan(model=model, strategy="ddp", hardware={"gpus_per_node": 4}))
     zero1 = step_time(Plan(model=model, strategy="zero1", hardware={"gpus_per_node": 4}))
-    assert zero1.part(StepPartKind.optimizer) == pytest.approx(
-        ddp.part(StepPartKind.optimizer) / 4
-    )
+    assert zero1.part(StepPartKind.optimizer) == pytest.approx(ddp.part(StepPartKind.optimizer) / 4)
 
 
 def test_gradient_accumulation_repeats_the_micro_step_only():
