@@ -198,11 +198,15 @@ def test_levers_that_save_nothing_are_not_offered_and_the_rest_go_by_saving() ->
     assert saves == sorted(saves, reverse=True)
     out = _run("estimate", *plan, COLUMNS="200")
     rows = [line.split("│") for line in out.stdout.splitlines() if line.startswith("│")]
-    cells = {row[1].strip(): [cell.strip() for cell in row[2:5]] for row in rows}
-    # the text's lever table: the saving, the cost (why, when not applicable) and the state
-    assert cells["Smaller micro-batch"] == ["-", "the micro-batch is 1 already", "not applicable"]
-    assert cells["FlashAttention"][0] == "-" and cells["FlashAttention"][2] == "applied"
-    assert cells[levers[0]["name"]] == [f"{saves[0] / 1e9:.2f}", levers[0]["cost"], "pending"]
+    cells = {row[1].strip(): [cell.strip() for cell in row[2:6]] for row in rows}
+    # the text's lever table: the saving, the step-time change, the cost (why, when not
+    # applicable) and the state
+    assert cells["Smaller micro-batch"] == [
+        "-", "-", "the micro-batch is 1 already", "not applicable"]  # fmt: skip
+    assert cells["FlashAttention"][0] == "-" and cells["FlashAttention"][3] == "applied"
+    first = levers[0]
+    time = f"{first['seconds_change']:+.2f} s ({first['percent_change']:+.1f}%)"
+    assert cells[first["name"]] == [f"{saves[0] / 1e9:.2f}", time, first["cost"], "pending"]
     assert "Levers, the largest saving first" in out.stdout
 
 

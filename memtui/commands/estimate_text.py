@@ -18,6 +18,7 @@ from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan, Report
+    from memtui.estimator.report import StepTime, TokensTime
 
 
 def _num(n: int, unit: SizeUnit) -> str:
@@ -88,10 +89,15 @@ def print_verdict(
 
 
 def print_detail(
-    plan: Plan, report: Report, console: Console, unit: SizeUnit = SizeUnit.gb
+    plan: Plan,
+    report: Report,
+    console: Console,
+    unit: SizeUnit = SizeUnit.gb,
+    tokens: TokensTime | None = None,
 ) -> None:
     """What the verdict rests on: the shape, the budget term by term, the runtime overhead,
-    the phases, every strategy, the levers and the communication."""
+    the phases, every strategy, the levers, the communication and the step time (`tokens`:
+    the time to train a number of tokens, `--tokens`)."""
     b, hw = report.budget, plan.hardware
     u = unit.value
     arch = plan.model.architecture
@@ -168,12 +174,15 @@ def print_detail(
         console.print(f"n/a ({', '.join(names)}): {why}", markup=False)
 
     levers = Table(title="Levers, the largest saving first", title_justify="left")
-    for col in ("Lever", f"Saves {u}", "Cost", "State"):
-        levers.add_column(col, justify="right" if col.startswith("Saves") else "left")
+    for col in ("Lever", f"Saves {u}", "Step time", "Cost", "State"):
+        right = col.startswith("Saves") or col == "Step time"
+        levers.add_column(col, justify="right" if right else "left")
     for lever in report.levers:
         saves = _num(lever.saves_bytes, unit) if lever.state is LeverState.pending else "-"
         # a lever not applicable costs nothing: why it is not, in the cost's place
-        levers.add_row(lever.name, saves, lever.why or lever.cost, lever.state.value)
+        levers.add_row(
+            lever.name, saves, lever.time_text, lever.why or lever.cost, lever.state.value
+        )
     console.print(levers)
     c = report.communication
     console.print(
@@ -185,3 +194,45 @@ def print_detail(
             else ""
         )
     )
+    _print_step_time(console, report.step_time, tokens)
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as the largest units that read well: 42.0 s, 3 min 12 s, 5 h 07 min, 2 d 3 h."""
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def _print_step_time(console: Console, step: StepTime, tokens: TokensTime | None) -> None:
+    assumed = " (assumed: nearest preset by compute capability)" if step.card_assumed else ""
+    console.print(
+        f"Step time on {step.card}{assumed}: {_duration(step.seconds)} per optimizer step, "
+        f"{_duration(step.micro_step_seconds)} per micro-step, "
+        f"{step.tokens_per_second_per_gpu:,.0f} tokens/s per GPU, MFU {100 * step.mfu:.1f}% "
+        f"of {step.peak_flops / 1e12:,.1f} TFLOPS dense",
+        highlight=False,
+    )
+    parts = Table(title="Step time by part (per optimizer step)", title_justify="left")
+    for col in ("Part", "Seconds", "Share", "Source"):
+        parts.add_column(col, justify="right" if col in ("Seconds", "Share") else "left")
+    for part in step.parts:
+        if part.seconds:
+            share = f"{100 * part.seconds / step.seconds:.1f}%"
+            parts.add_row(part.kind.value, f"{part.seconds:.3f}", share, part.source)
+    console.print(parts)
+    for note in step.not_modelled:
+        console.print(Text(f"not timed: {note}", style="dim"))
+    if tokens is not None:
+        console.print(
+            f"{format_count(tokens.tokens)} tokens: {tokens.steps:,} optimizer steps, "
+            f"about {_duration(tokens.seconds)}",
+            highlight=False,
+        )

@@ -1,19 +1,21 @@
 """The levers of the 13B analysis (docs/references.md, item 4) and docs/architecture.md, "Where each
 formula lives", built in the order they are applied: activation levers first (cheapest), then
-state levers. Each lever's saving is computed by estimating the plan with that lever pulled; the
-list is shown by saving, largest first (that order breaks ties), then the levers already on,
-then those with nothing to pull on this plan.
+state levers. Each lever's saving is computed by estimating the plan with that lever pulled, and
+its time cost by timing that plan (`memtui.estimator.step_time`) against this one; the list is
+shown by saving, largest first (that order breaks ties), then the levers already on, then those
+with nothing to pull on this plan (`ordered` puts the most bytes per percent slower first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    Choice,
     LossKind,
     Method,
     Offload,
@@ -27,16 +29,40 @@ from memtui.estimator.objectives import keeps_reference, reference_is_copy, spec
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever, LeverState
+from memtui.estimator.step_time import seconds_per_token, step_time
 from memtui.estimator.strategies import offload_runs, strategy_spec
 
 PlanTotal = Callable[[Plan], int]
 """Predicted peak bytes per GPU of a plan: what the lever list re-estimates with."""
+PlanSeconds = Callable[[Plan], float]
+"""Seconds per trained token of a plan: what the lever list re-times with."""
+
+
+class LeverOrder(Choice):
+    """How the lever list is ordered (`memtui estimate --levers-by`)."""
+
+    memory = "memory"  # most bytes saved first (the report's own order)
+    efficiency = "efficiency"  # most bytes saved per percent of step time lost first
+
+
+def ordered(levers: Sequence[Lever], order: LeverOrder) -> tuple[Lever, ...]:
+    """`levers` (the report's list: pending by saving, then applied, then not applicable)
+    in `order`; only the pending ones move."""
+    if order is LeverOrder.memory:
+        return tuple(levers)
+    pending = [lever for lever in levers if lever.state is LeverState.pending]
+    rest = [lever for lever in levers if lever.state is not LeverState.pending]
+    # ties: more bytes first (every pending lever saves some)
+    pending.sort(key=lambda lever: (-lever.bytes_per_percent, -lever.saves_bytes))
+    return (*pending, *rest)
 
 
 def _lever(
     plan: Plan,
     total: int,
     per_gpu_total: PlanTotal,
+    per_token: float,
+    token_seconds: PlanSeconds,
     name: str,
     cost: str,
     applied: bool,
@@ -45,7 +71,8 @@ def _lever(
 ) -> Lever | None:
     """The lever (not applicable when `why_not` says why), or None when the plan with it
     pulled breaks a rule of the plan or its stack (a lever is never priced on a plan the
-    user could not run) or saves nothing (it is not offered)."""
+    user could not run) or saves nothing (it is not offered). `per_token` is this plan's
+    seconds per trained token."""
     if applied:
         return Lever(name=name, saves_bytes=0, cost=cost, state=LeverState.applied)
     if why_not:
@@ -59,18 +86,41 @@ def _lever(
     except ValueError:
         return None
     saves = total - per_gpu_total(pulled)
-    return Lever(name=name, saves_bytes=saves, cost=cost) if saves > 0 else None
+    if saves <= 0:
+        return None
+    # the time of this plan's tokens per step: a lever that shortens the sequences trains
+    # fewer tokens per step, and costs what training the same tokens costs
+    tokens = step_time(plan).tokens_per_step
+    change = (token_seconds(pulled) - per_token) * tokens
+    return Lever(
+        name=name,
+        saves_bytes=saves,
+        cost=cost,
+        seconds_change=change,
+        percent_change=100 * change / (per_token * tokens),
+    )
 
 
-def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
+def levers(
+    plan: Plan,
+    total: int,
+    per_gpu_total: PlanTotal,
+    trainable: int,
+    token_seconds: PlanSeconds = seconds_per_token,
+) -> tuple[Lever, ...]:
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
-    costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
-    plan's stack cannot pull, and those that would save nothing, are left out; a lever whose
-    setting has nowhere to go on this plan is there, not applicable, with why."""
+    costs; each saving is `per_gpu_total` of the plan with that lever pulled, each time cost
+    `token_seconds` of that plan against this one's, for this plan's tokens per step. Levers
+    the plan's stack cannot pull, and those that would save nothing, are left out; a lever
+    whose setting has nowhere to go on this plan is there, not applicable, with why."""
     stack = CAPABILITIES[plan.stack]
+    per_token = token_seconds(plan)
 
     def make(name: str, cost: str, applied: bool, why_not: str = "", **update: Any) -> Lever | None:
-        return _lever(plan, total, per_gpu_total, name, cost, applied, update, why_not)
+        return _lever(
+            plan, total, per_gpu_total, per_token, token_seconds, name, cost, applied, update,
+            why_not,
+        )  # fmt: skip
 
     b = plan.micro_batch
     half = max(1, b // 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -128,12 +129,113 @@ class Lever(Frozen):
     state: LeverState = LeverState.pending
     why: str = ""
     """Why it is not applicable (empty in the other states)."""
+    seconds_change: float | None = None
+    """How much longer one optimizer step takes with the lever pulled, seconds (negative:
+    faster); None for a lever not pending. The plan re-timed by `memtui.estimator.step_time`."""
+    percent_change: float | None = None
+    """The same as a percentage of this plan's step time."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def applied(self) -> bool:
         """Already on in the plan (the `applied` key scripts read since before `state`)."""
         return self.state is LeverState.applied
+
+    @property
+    def time_text(self) -> str:
+        """The step-time change as shown on every surface: "+0.76 s (+28.4%)"; "-" when on."""
+        if self.seconds_change is None or self.percent_change is None:
+            return "-"
+        return f"{self.seconds_change:+.2f} s ({self.percent_change:+.1f}%)"
+
+    @property
+    def bytes_per_percent(self) -> float:
+        """Bytes saved per percent of step time lost: the "GB saved per % slower" order. A
+        lever that costs no time (or saves it) is infinitely efficient."""
+        if self.percent_change is None or self.percent_change <= 0:
+            return float("inf") if self.saves_bytes else 0.0
+        return self.saves_bytes / self.percent_change
+
+
+class StepPartKind(str, Enum):
+    """One part of a training step's time (`memtui.estimator.step_time`): every part runs
+    once per micro-step but the optimizer and step_communication, once per optimizer step."""
+
+    forward = "forward"
+    """Matmuls, attention and elementwise kernels of the forward passes (a reference model's
+    too)."""
+    backward = "backward"
+    recompute = "recompute"
+    """Activation checkpointing's extra forward work in backward."""
+    loss = "loss"
+    """The cross-entropy's elementwise passes over the logits."""
+    dequantization = "dequantization"
+    """QLoRA's NF4 weights expanded to 16 bits before each use."""
+    communication = "communication"
+    """Collectives of every micro-step not hidden behind compute (ZeRO-3/FSDP gathers and
+    reduce-scatters, tensor parallelism)."""
+    offload = "offload"
+    """Host-link copies of every micro-step not hidden behind compute."""
+    optimizer = "optimizer"
+    """The optimizer step (on the GPU, or on the CPU with its copies under offload)."""
+    step_communication = "step_communication"
+    """Collectives at the accumulation boundary not hidden behind the last backward."""
+
+
+@dataclass(frozen=True)
+class StepPart:
+    """Seconds one part of the step takes per optimizer step, and where the figure comes
+    from."""
+
+    kind: StepPartKind
+    seconds: float
+    source: str
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """How long one step of the plan takes on its card (`memtui.estimator.step_time.
+    step_time`). A plain frozen dataclass: the lever list and the plan search build
+    hundreds."""
+
+    seconds: float
+    """One optimizer step (every micro-step of the accumulation, the optimizer, the
+    collectives at the boundary), seconds: the sum of `parts`."""
+    micro_step_seconds: float
+    """One micro-step's forward, backward and what comes with it, seconds."""
+    tokens_per_second_per_gpu: float
+    """Tokens trained per second per GPU (a tensor-parallel group shares its tokens)."""
+    mfu: float
+    """Model FLOPs utilisation: the trained model's forward and backward FLOPs per second
+    (no recompute; attention counted whole, PaLM's appendix B) over the card's dense peak."""
+    tokens_per_step: int
+    """Tokens the whole job trains per optimizer step."""
+    model_flops: float
+    """Per GPU per optimizer step: the trained model's forward and backward FLOPs."""
+    hardware_flops: float
+    """Per GPU per optimizer step: every FLOP executed (recompute, a reference's forward,
+    causal attention's skipped half left out)."""
+    peak_flops: float
+    """The card's dense peak for the plan's matmul dtype, FLOP/s."""
+    card: str
+    """The card whose figures were used."""
+    card_assumed: bool
+    """The plan's card named no preset: `card` is the nearest by compute capability."""
+    parts: tuple[StepPart, ...]
+    not_modelled: tuple[str, ...] = ()
+    """What the step does that the figure leaves out (the generation of online RL...)."""
+
+    def part(self, kind: StepPartKind) -> float:
+        """Seconds of part `kind` per optimizer step (0 when the plan has none)."""
+        return sum(p.seconds for p in self.parts if p.kind is kind)
+
+    def steps_for_tokens(self, tokens: int) -> int:
+        """Optimizer steps that train `tokens` tokens (a partial last step still runs)."""
+        return -(-tokens // self.tokens_per_step)
+
+    def seconds_for_tokens(self, tokens: int) -> float:
+        """Seconds the whole job needs to train `tokens` tokens, in whole steps."""
+        return self.steps_for_tokens(tokens) * self.seconds
 
 
 class Communication(Frozen):
@@ -192,6 +294,26 @@ class Report(Frozen):
     """Largest micro-batch that fits with the plan's strategy."""
     assumptions: tuple[str, ...]
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
+    step_time: StepTime
+    """How long one step takes (`memtui.estimator.step_time`)."""
+
+
+class TokensTime(Frozen):
+    """How long training a number of tokens takes with the plan (`memtui estimate
+    --tokens`)."""
+
+    tokens: int
+    steps: int
+    """Optimizer steps that train them (the last one whole)."""
+    seconds: float
+
+    @classmethod
+    def of(cls, step: StepTime, tokens: int) -> TokensTime:
+        return cls(
+            tokens=tokens,
+            steps=step.steps_for_tokens(tokens),
+            seconds=step.seconds_for_tokens(tokens),
+        )
 
 
 class Provenance(Frozen):
@@ -258,6 +380,11 @@ class EstimateDocument(Frozen):
     stack_choice: str = ""
     """How the stack was chosen when the user named none (empty: named by a flag or the
     job's files)."""
+    step_time: StepTime | None = None
+    """How long one step takes: `seconds` (per optimizer step), `micro_step_seconds`,
+    `tokens_per_second_per_gpu`, `mfu`, the FLOPs, and each part with its source."""
+    time_for_tokens: TokensTime | None = None
+    """With --tokens N: the steps and seconds that train N tokens."""
 
     @classmethod
     def of(
@@ -302,6 +429,7 @@ class EstimateDocument(Frozen):
             ignored=ignored,
             verdict=budget.verdict,
             band=budget.band,
+            step_time=report.step_time,
             versions={
                 package.value: VersionLine(version=version, source=source)
                 for package, version, source in plan.versions.assumed()

@@ -1,5 +1,6 @@
-"""The lever list: what each lever would save for this plan, what it costs, and its state:
-pending, on (applied) or n/a (not applicable, the cost column says why).
+"""The lever list: what each lever would save for this plan, how much longer a step takes with
+it, what it costs, and its state: pending, on (applied) or n/a (not applicable, the cost column
+says why).
 
 Levers come from the estimator by saving, the largest first, then those on, then those not
 applicable (docs/architecture.md, "Where each formula lives").
@@ -45,6 +46,7 @@ class LeverList(ViewWidget):
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
         table.add_column("Lever (the largest saving first)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
+        table.add_column("Step time", justify="right", no_wrap=True)
         if not view.narrow:
             table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
         on = self.get_component_rich_style("lever-list--on")
@@ -53,7 +55,7 @@ class LeverList(ViewWidget):
             # the state in place of the saving: a lever on or not applicable saves nothing
             is_pending = lever.state is LeverState.pending
             saves = num(lever.saves_bytes, view.unit) if is_pending else _SAID[lever.state]
-            cells = [lever.name, saves]
+            cells = [lever.name, saves, lever.time_text]
             if not view.narrow:
                 cells.append(f"{lever.why} (not applicable)" if lever.why else lever.cost)
             table.add_row(*cells, style=pending if is_pending else on)

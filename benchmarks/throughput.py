@@ -1,0 +1,610 @@
+"""memtui's step time against publicly reported fine-tuning throughput, like with like.
+
+Each run is a throughput somebody else measured and published: where (the repository, file
+and commit, or the page), the line quoted, and the whole configuration as a typed `Config`
+(model, card and count, method, precision, optimizer, sharding, micro-batch, sequence length,
+gradient accumulation, checkpointing, the memtui stack that books it, and the flags beyond
+those). A field the source does not state is the default of the software that ran it, and
+the run says so in `defaults` with where that default is written. Throughput is compared as
+tokens per second per GPU (a figure published for the whole job is divided by its GPUs); the
+error is the step-time error, (predicted seconds - measured seconds) / measured seconds, which
+is measured tokens/s over predicted tokens/s, minus one.
+
+Runs that used something a memtui plan cannot express (a checkpointing policy between none,
+selective and full, a card memtui has no figures for) are listed with the reason, not dropped.
+Runs under torch.compile are compared (compile changes how fast the kernels run, not the work
+the plan describes) and summarised apart, so that what compile buys shows as their error.
+
+    python benchmarks/throughput.py                      # the table and the summary
+    python benchmarks/throughput.py --write docs/accuracy.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memtui.cli import build_parser  # noqa: E402
+from memtui.commands.plan_flags import plan_from_args  # noqa: E402
+from memtui.estimator.plan import Plan  # noqa: E402
+from memtui.estimator.step_time import StepTime, step_time  # noqa: E402
+
+BEGIN, END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
+
+
+class Per(Enum):
+    """Whose tokens the published tokens/s counts."""
+
+    gpu = "per GPU"
+    job = "all GPUs"
+
+
+class Over(Enum):
+    """Which steps the published tokens/s is taken over."""
+
+    optimizer_steps = "optimizer steps"
+    """Whole optimizer steps (an epoch, a logging window): the optimizer step included."""
+    micro_steps = "median micro-step"
+    """The median micro-step of an accumulation: the optimizer step left out."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """A run's whole configuration, as memtui plan flags."""
+
+    model: str
+    card: str
+    """A `memtui.estimator.hardware.GPUS` key."""
+    gpus: int
+    """GPUs per node."""
+    method: str
+    precision: str
+    optimizer: str
+    strategy: str
+    micro_batch: int
+    seq_len: int
+    grad_accum: int
+    checkpointing: str
+    stack: str
+    extra: str = ""
+    """Flags beyond the fields above (LoRA shape, loss, kernels, offload, links)."""
+    nodes: int = 1
+
+    def flags(self) -> list[str]:
+        return [
+            *("--model", self.model, "--gpu-memory", self.card),
+            *("--gpus", str(self.gpus), "--nodes", str(self.nodes)),
+            *("--method", self.method, "--precision", self.precision),
+            *("--optimizer", self.optimizer, "--strategy", self.strategy),
+            *("--micro-batch", str(self.micro_batch), "--seq-len", str(self.seq_len)),
+            *("--grad-accum", str(self.grad_accum), "--checkpointing", self.checkpointing),
+            *("--stack", self.stack, "--attention", "flash"),
+            *self.extra.split(),
+        ]
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus * self.nodes
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published throughput and the configuration that reached it."""
+
+    id: str
+    source: str
+    quote: str
+    config: Config
+    figure: float
+    """Tokens per second, as published."""
+    per: Per
+    runner: str
+    """The software that ran it, as the source names it."""
+    over: Over = Over.optimizer_steps
+    compiled: bool = False
+    pretraining: bool = False
+    """A pretraining-style run of a fine-tuning stack (synthetic or web data, full model)."""
+    defaults: tuple[str, ...] = ()
+    """Fields the source does not state: the runner's default and where it is written."""
+    notes: tuple[str, ...] = ()
+    cannot: str = ""
+    """Why a memtui plan cannot express this run (then it is listed, not compared)."""
+
+    @property
+    def tokens_per_second_per_gpu(self) -> float:
+        return self.figure if self.per is Per.gpu else self.figure / self.config.total_gpus
+
+
+# --- sources -------------------------------------------------------------------------------
+
+TT_2409 = "pytorch/torchtune README.md @30b8519e8 (Sep 2024 table)"
+TT_2411 = "pytorch/torchtune README.md @1814feb17 (Nov 2024 table)"
+TITAN_A100 = "pytorch/torchtitan docs/performance.md @041336434 (64 x A100 80GB)"
+TITAN_H100 = "pytorch/torchtitan docs/performance.md @eaea6f6a2 (torchtitan 9dec370, Dec 2024)"
+HF_BLOG = "huggingface/blog deepspeed-to-fsdp-and-back.md @09e9aa2d9 (Table 3)"
+VLM = "VectorInstitute/vectorlm docs/reference_throughput.md @0703e0752 (torch 2.2.2)"
+
+# torchtune 2024: the README's note over its table. Tokens are torchtune's own count
+# (recipes/*.py: labels that are not ignore_index; alpaca's train_on_input is True, so a
+# packed sequence counts all its tokens), logged as tokens_per_second_per_gpu.
+TT_2409_NOTE = (
+    "README: 'all the below numbers are provided for batch size 2 (without gradient "
+    "accumulation), a dataset packed to sequence length 2048, and torch compile enabled'; "
+    "'Measured over one full training epoch' (compile and warm-up included)"
+)
+TT_CONFIGS_2409 = "recipes/configs/llama3_1/*.yaml @30b8519e8"
+TT_2411_NOTE = (
+    "README: 'Baseline uses Recipe=full_finetune_single_device, Model=Llama 3.2 3B, Batch "
+    "size=2, Max sequence length=4096, Precision=bf16, Hardware=A100'; each row adds its "
+    "technique to the row above (LoRA and QLoRA drop the in-backward step and 8-bit AdamW)"
+)
+TT_ADAMW = (
+    "optimizer: the baseline's AdamW with torch's own default kernel (foreach); the fused "
+    "kernel is not stated for the full-model rows"
+)
+A100_SIZE = "the A100's memory is not stated; 80GB (the 3B packed run peaks at 60.0 GiB)"
+A100_8X = "the A100's memory is not stated; 80GB (the 405B QLoRA row peaks at 44.8 GB)"
+# torchtune's recipes log tokens_per_second_per_gpu (rank 0's own tokens), but read so, these
+# rows would need more than an A100's 312 TFLOPS dense bf16 peak: 6 x 70.6e9 FLOPs a token
+# (frozen base, checkpointed) x 3497 = 1.48 PFLOP/s for the 70B LoRA, 8 x 70.6e9 x 1568 =
+# 886 TFLOP/s for the 70B full fine-tune, 6 x 405.9e9 x 653 = 1.59 PFLOP/s for the 405B QLoRA
+TT_8X_JOB = (
+    "read as the whole job's tokens/s: per GPU, the figure would exceed the A100's dense "
+    "bf16 peak (the FLOPs per token times the tokens/s)"
+)
+# torchtune's LoRA names: output_proj is o_proj; apply_lora_to_mlp adds w1, w2, w3
+TT_ATTN_MLP = "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+
+TITAN_DEFAULTS = (
+    "pytorch/torchtitan train_configs/llama3_8b.toml @0011fb905: AdamW, compile = false, "
+    "data_parallel_shard_degree = -1 (FSDP2 over all 64 GPUs), tensor_parallel_degree = 1",
+    "torchtitan config_manager.py: mixed_precision_param bfloat16, mixed_precision_reduce "
+    "float32 (fp32 sharded parameters and optimizer state)",
+    "the link between the 8 nodes is not stated: memtui's default inter-node link",
+)
+TITAN_SEQ = (
+    "sequence length: the doc's 'the default sequence length in Llama 2 is 4096 which is "
+    "halved compared with Llama 3' (llama3_8b.toml: seq_len = 8192)"
+)
+TITAN_OP_SAC = (
+    "selective op checkpointing (torchtitan's policy saves matmul outputs except every second "
+    "one and recomputes the rest): between memtui's selective (the attention core only) and "
+    "full"
+)
+TITAN_LAYER_SAC = (
+    "selective layer checkpointing (every second block rebuilt): memtui checkpoints all "
+    "blocks or none"
+)
+H100_96 = (
+    "the card: H100 with 96 GB HBM2e at a 500 W power limit (the doc: its peak lies between "
+    "SXM and NVL and is not known); memtui's H100 presets are the 80 GB SXM and PCIe cards"
+)
+
+HF_BLOG_DEFAULTS = (
+    "the card: 'four A100 GPUs' (80GB assumed); model: IBM Granite 7B, 'which follows the "
+    "Meta Llama2 architecture' (Llama 2 7B's shapes)",
+    "sequence length 4096: the table's own figures, 3158.7 tokens/s x 10.4 s = 32,850 tokens "
+    "per GPU per step = 8 x 4096",
+    "checkpointing: not stated; full, since 8 x 4096 tokens of a 7B model's activations "
+    "without it exceed 80 GB",
+    "optimizer: torch AdamW (accelerate's examples); the accelerate issue the blog cites "
+    "(huggingface/accelerate#2624) holds the script",
+)
+
+VLM_DEFAULTS = (
+    "VectorInstitute/vectorlm profiling/configs/benchmark.yaml and lora-benchmark.yaml "
+    "@9045f08ac: sharding_strategy FULL_SHARD, use_mp True, use_activation_checkpointing True, "
+    "gradient_accumulation_steps 4; LoRA r 8, lora_alpha 32, lora_dropout 0.1",
+    "vectorlm/utils/model_utils.py @17e24bd0c: the model loaded in bfloat16, FSDP1 "
+    "MixedPrecision(param_dtype, reduce_dtype, buffer_dtype = bfloat16), FlashAttention-2",
+    "profiling/benchmark.py @35b97b8d5: torch.optim.AdamW (torch's default kernel), synthetic "
+    "sequences of the full length; PEFT's default LoRA targets for llama (q_proj, v_proj)",
+)
+VLM_NOTE = (
+    "'the median training throughput in tokens/second across all training steps, aggregated "
+    "across all GPU devices': with 4 micro-batches per optimizer step, the median step has "
+    "no optimizer step"
+)
+VLM_ROWS = {
+    ("full", 1): "| (full_rank) NVIDIA A100-SXM4-80GB x1 | 3550.48 (batch: 8)       | "
+    "3461.64 (batch: 4)       | 3204.21 (batch: 2)       |",
+    ("full", 2): "| (full_rank) NVIDIA A100-SXM4-80GB x2 | 6346.00 (batch: 8)       | "
+    "6182.59 (batch: 4)       | 5772.91 (batch: 2)       |",
+    ("full", 4): "| (full_rank) NVIDIA A100-SXM4-80GB x4 | 12688.44 (batch: 8)      | "
+    "12249.74 (batch: 4)      | 11463.46 (batch: 2)      |",
+    ("lora", 1): "| (lora) NVIDIA A100-SXM4-80GB x1      | 4079.28 (batch: 8)       | "
+    "3682.15 (batch: 4)       | 3528.93 (batch: 2)       |",
+    ("lora", 2): "| (lora) NVIDIA A100-SXM4-80GB x2      | 7182.97 (batch: 8)       | "
+    "6955.58 (batch: 4)       | 6452.96 (batch: 2)       |",
+    ("lora", 4): "| (lora) NVIDIA A100-SXM4-80GB x4      | 14299.47 (batch: 8)      | "
+    "13834.43 (batch: 4)      | 12769.23 (batch: 2)      |",
+}
+
+
+def _vectorlm(method: str, gpus: int, column: int) -> Run:
+    """One cell of VectorLM's Meta-Llama-3-8B table: (seq_len, micro-batch) per column."""
+    seq_len, micro_batch = ((2048, 8), (4096, 4), (8192, 2))[column]
+    row = VLM_ROWS[(method, gpus)]
+    cell = row.split("|")[2 + column].strip()
+    lora = "--lora-rank 8 --lora-dropout 0.1 --lora-targets q_proj,v_proj"
+    return Run(
+        f"vectorlm-llama3-8b-{method}-{gpus}xa100-s{seq_len}",
+        VLM,
+        row,
+        Config(
+            "meta-llama/Meta-Llama-3-8B", "a100-80gb", gpus, method, "bf16", "adamw", "fsdp",
+            micro_batch, seq_len, 4, "full", "fsdp1", lora if method == "lora" else "",
+        ),
+        float(cell.split()[0]),
+        Per.job,
+        "VectorLM (FSDP1)",
+        Over.micro_steps,
+        defaults=VLM_DEFAULTS,
+        notes=(f"column 'Meta-Llama-3-8B ({seq_len})': {cell}", VLM_NOTE),
+    )  # fmt: skip
+
+
+RUNS: tuple[Run, ...] = (
+    # torchtune, Nov 2024: Llama 3.2 3B on one A100, packed to 4096, batch 2
+    Run("tt-2411-llama32-3b-full-packed", TT_2411,
+        "| [+ Packed Dataset](https://pytorch.org/torchtune/main/basics/packing.html) | 60.0 | "
+        "+135.16% | 7075 | +238.40% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "none", "torchtune", "--loss full --optimizer-kernel foreach"),
+        7075, Per.gpu, "torchtune full_finetune_single_device",
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile", TT_2411,
+        "| [+ Compile](https://pytorch.org/tutorials/intermediate/torch_compile_tutorial.html) | "
+        "51.0 | -14.93% | 8998 | +27.18% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "none", "torchtune", "--loss full --optimizer-kernel foreach"),
+        8998, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile-cce", TT_2411,
+        "| [+ Chunked Cross Entropy](https://pytorch.org/torchtune/main/generated/torchtune."
+        "modules.loss.CEWithChunkedOutputLoss.html) | 42.9 | -15.83% | 9174 | +1.96% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "none", "torchtune",
+               "--loss chunked --optimizer-kernel foreach"),
+        9174, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile-cce-ac", TT_2411,
+        "| [+ Activation Checkpointing](https://pytorch.org/torchtune/main/tutorials/"
+        "memory_optimizations.html#activation-checkpointing) | 24.9 | -41.93% | 7210 | -21.41% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "full", "torchtune",
+               "--loss chunked --optimizer-kernel foreach"),
+        7210, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile-cce-ac-optinbwd", TT_2411,
+        "| [+ Fuse optimizer step into backward](https://pytorch.org/torchtune/main/tutorials/"
+        "memory_optimizations.html#fusing-optimizer-step-into-backward-pass) | 23.1 | -7.29% | "
+        "7309 | +1.38% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "full", "torchtune",
+               "--loss chunked --optimizer-kernel foreach --optimizer-in-backward"),
+        7309, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile-cce-ac-optinbwd-actoffload", TT_2411,
+        "| [+ Activation Offloading](https://pytorch.org/torchtune/main/tutorials/"
+        "memory_optimizations.html#activation-offloading) | 21.8 | -5.48% | 7301 | -0.11% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "full", "torchtune",
+               "--loss chunked --optimizer-kernel foreach --optimizer-in-backward "
+               "--activation-offload"),
+        7301, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, TT_ADAMW), notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-full-packed-compile-cce-ac-optinbwd-actoffload-adamw8bit", TT_2411,
+        "| [+ 8-bit AdamW](https://pytorch.org/torchtune/main/tutorials/memory_optimizations."
+        "html#lower-precision-optimizers) | 17.6 | -19.63% | 6960 | -4.67% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "full", "bf16",
+               "paged-adamw8bit", "ddp", 2, 4096, 1, "full", "torchtune",
+               "--loss chunked --optimizer-in-backward --activation-offload"),
+        6960, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, "the 8-bit AdamW is not named: the recipe config's own, "
+                  "bitsandbytes.optim.PagedAdamW8bit (recipes/configs/llama3_2/"
+                  "3B_full_single_device.yaml @1814feb17)"),
+        notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-lora-packed-compile-cce-ac-actoffload", TT_2411,
+        "| [LoRA](https://pytorch.org/torchtune/main/tutorials/memory_optimizations.html"
+        "#glossary-lora) | 8.5 | -51.61% | 8210 | +17.96% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "lora", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "full", "torchtune",
+               f"--lora-rank 64 --lora-targets {TT_ATTN_MLP} --loss chunked "
+               "--optimizer-kernel fused --activation-offload"),
+        8210, Per.gpu, "torchtune lora_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, "LoRA shape and optimizer: recipes/configs/llama3_2/"
+                  "3B_lora_single_device.yaml @1814feb17 (rank 64 on q, v, output_proj and "
+                  "the MLP; AdamW fused: True)"),
+        notes=(TT_2411_NOTE,)),
+    Run("tt-2411-llama32-3b-qlora-packed-compile-cce-ac-actoffload", TT_2411,
+        "| [QLoRA](https://pytorch.org/torchtune/main/tutorials/memory_optimizations.html"
+        "#quantized-low-rank-adaptation-qlora) | 4.6 | -45.71% | 8035 | -2.13% |",
+        Config("meta-llama/Llama-3.2-3B-Instruct", "a100-80gb", 1, "qlora", "bf16", "adamw",
+               "ddp", 2, 4096, 1, "full", "torchtune",
+               f"--lora-rank 64 --lora-targets {TT_ATTN_MLP} --loss chunked "
+               "--optimizer-kernel fused --activation-offload"),
+        8035, Per.gpu, "torchtune lora_finetune_single_device", compiled=True,
+        defaults=(A100_SIZE, "LoRA shape and optimizer: recipes/configs/llama3_2/"
+                  "3B_qlora_single_device.yaml @1814feb17 (rank 64 on q, v, output_proj and "
+                  "the MLP; AdamW fused: True)"),
+        notes=(TT_2411_NOTE,)),
+    # torchtune, Sep 2024: Llama 3.1, packed to 2048, batch 2, compiled
+    Run("tt-2409-llama31-8b-full-1x4090", TT_2409,
+        "| Llama 3.1 8B | Full finetune | 1x 4090 | 18.9 GiB | 1650 |",
+        Config("meta-llama/Llama-3.1-8B", "rtx4090", 1, "full", "bf16", "paged-adamw8bit",
+               "ddp", 2, 2048, 1, "full", "torchtune",
+               "--loss chunked --optimizer-in-backward"),
+        1650, Per.gpu, "torchtune full_finetune_single_device", compiled=True,
+        defaults=(f"{TT_CONFIGS_2409} 8B_full_single_device: bitsandbytes PagedAdamW8bit, "
+                  "optimizer_in_bwd True, activation checkpointing, CEWithChunkedOutputLoss",),
+        notes=(TT_2409_NOTE,)),
+    Run("tt-2409-llama31-8b-lora-1x4090", TT_2409,
+        "| Llama 3.1 8B | LoRA | 1x 4090 |  16.2 GiB | 3083 |",
+        Config("meta-llama/Llama-3.1-8B", "rtx4090", 1, "lora", "bf16", "adamw", "ddp", 2,
+               2048, 1, "full", "torchtune",
+               "--lora-rank 8 --lora-targets q_proj,v_proj --loss chunked "
+               "--optimizer-kernel fused"),
+        3083, Per.gpu, "torchtune lora_finetune_single_device", compiled=True,
+        defaults=(f"{TT_CONFIGS_2409} 8B_lora_single_device: rank 8 on q_proj and v_proj, "
+                  "AdamW fused, activation checkpointing, CEWithChunkedOutputLoss",),
+        notes=(TT_2409_NOTE,)),
+    Run("tt-2409-llama31-8b-qlora-1x4090", TT_2409,
+        "| Llama 3.1 8B | QLoRA | 1x 4090 | 7.4 GiB | 2413  |",
+        Config("meta-llama/Llama-3.1-8B", "rtx4090", 1, "qlora", "bf16", "adamw", "ddp", 2,
+               2048, 1, "full", "torchtune",
+               "--lora-rank 8 --lora-targets all-linear --loss chunked --optimizer-kernel fused"),
+        2413, Per.gpu, "torchtune lora_finetune_single_device", compiled=True,
+        defaults=(f"{TT_CONFIGS_2409} 8B_qlora_single_device: rank 8 on q, k, v, output_proj "
+                  "and the MLP, AdamW fused, activation checkpointing, CEWithChunkedOutputLoss",),
+        notes=(TT_2409_NOTE,)),
+    Run("tt-2409-llama31-70b-full-8xa100-cpuoffload", TT_2409,
+        "| Llama 3.1 70B | Full finetune | 8x A100  | 13.9 GiB ** | 1568  |",
+        Config("meta-llama/Llama-3.1-70B", "a100-80gb", 8, "full", "bf16", "adamw", "fsdp", 2,
+               2048, 1, "full", "torchtune",
+               "--loss chunked --optimizer-kernel fused --offload params"),
+        1568, Per.job, "torchtune full_finetune_distributed", compiled=True,
+        defaults=(A100_8X, f"{TT_CONFIGS_2409} 70B_full: fsdp_cpu_offload True (parameters, "
+                  "gradients and the AdamW step on the CPU), AdamW fused, activation "
+                  "checkpointing, CEWithChunkedOutputLoss"),
+        notes=(TT_8X_JOB, TT_2409_NOTE, "README: '** = Uses CPU offload with fused optimizer'")),
+    Run("tt-2409-llama31-70b-lora-8xa100", TT_2409,
+        "| Llama 3.1 70B | LoRA | 8x A100 | 27.6 GiB  | 3497  |",
+        Config("meta-llama/Llama-3.1-70B", "a100-80gb", 8, "lora", "bf16", "adamw", "fsdp", 2,
+               2048, 1, "full", "torchtune",
+               "--lora-rank 16 --lora-targets q_proj,k_proj,v_proj --loss chunked "
+               "--optimizer-kernel fused"),
+        3497, Per.job, "torchtune lora_finetune_distributed", compiled=True,
+        defaults=(A100_8X, f"{TT_CONFIGS_2409} 70B_lora: rank 16 on q, k and v, AdamW fused, "
+                  "activation checkpointing, CEWithChunkedOutputLoss"),
+        notes=(TT_8X_JOB, TT_2409_NOTE,)),
+    Run("tt-2409-llama31-405b-qlora-8xa100", TT_2409,
+        "| Llama 3.1 405B | QLoRA | 8x A100 | 44.8 GB  | 653  |",
+        Config("meta-llama/Llama-3.1-405B", "a100-80gb", 8, "qlora", "bf16", "adamw", "fsdp",
+               2, 2048, 1, "full", "torchtune",
+               "--lora-rank 16 --lora-targets all-linear --loss chunked "
+               "--optimizer-kernel fused"),
+        653, Per.job, "torchtune lora_finetune_distributed", compiled=True,
+        defaults=(A100_8X, f"{TT_CONFIGS_2409} 405B_qlora: rank 16 on q, k, v, output_proj and "
+                  "the MLP, AdamW fused, activation checkpointing (its batch_size 1 and "
+                  "gradient_accumulation_steps 16 are overridden by the README's note)"),
+        notes=(TT_8X_JOB, TT_2409_NOTE,)),
+    # torchtitan, mid 2024: FSDP2 pretraining on 64 A100 80GB (8 nodes), C4
+    Run("titan-a100-llama3-70b-full-mb1", TITAN_A100, "| 70B | 1 | full | 331 | 51.7% |",
+        Config("meta-llama/Meta-Llama-3-70B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 1, 8192, 1, "full", "fsdp2", "--loss full", nodes=8),
+        331, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
+    Run("titan-a100-llama2-13b-none-mb2", TITAN_A100, "| 13B | 2 | no | 2162 | 61.1%",
+        Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 2, 4096, 1, "none", "fsdp2", "--loss full", nodes=8),
+        2162, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
+    Run("titan-a100-llama2-70b-full-mb2", TITAN_A100, "| 70B | 2 | full | 353 | 50.5% |",
+        Config("meta-llama/Llama-2-70b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 2, 4096, 1, "full", "fsdp2", "--loss full", nodes=8),
+        353, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
+    Run("titan-a100-llama3-8b-sac-layer-mb1", TITAN_A100,
+        "| 8B | 1 | selective layer | 2904 | 56.8% |",
+        Config("meta-llama/Meta-Llama-3-8B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 1, 8192, 1, "selective", "fsdp2", "--loss full", nodes=8),
+        2904, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_LAYER_SAC),
+    Run("titan-a100-llama3-8b-sac-op-mb1", TITAN_A100, "| 8B | 1 | selective op | 2973 | 58.2% |",
+        Config("meta-llama/Meta-Llama-3-8B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 1, 8192, 1, "selective", "fsdp2", "--loss full", nodes=8),
+        2973, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
+    Run("titan-a100-llama2-13b-sac-layer-mb2", TITAN_A100,
+        "| 13B | 2 | selective layer | 1914 | 54.1% |",
+        Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 2, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+        1914, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_LAYER_SAC),
+    Run("titan-a100-llama2-13b-sac-op-mb2", TITAN_A100,
+        "| 13B | 2 | selective op | 1904 | 53.8% |",
+        Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 2, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+        1904, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
+    Run("titan-a100-llama2-70b-sac-op-mb1", TITAN_A100,
+        "| 70B | 1[^1] | selective op | 355 | 50.8% |",
+        Config("meta-llama/Llama-2-70b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
+               "fsdp", 1, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+        355, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
+    # torchtitan, Dec 2024: Llama 3.1 8B on H100 96GB (Grand Teton), batch 2, selective AC
+    Run("titan-h100-llama31-8b-fsdp8", TITAN_H100, "| FSDP | 5,762 | 82.4 |",
+        Config("meta-llama/Llama-3.1-8B", "h100-sxm", 8, "full", "bf16-mixed", "adamw", "fsdp",
+               2, 8192, 1, "selective", "fsdp2", "--loss full"),
+        5762, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=TITAN_DEFAULTS[:2], notes=("Table 1: 8 GPUs, local batch size 2",),
+        cannot=f"{H100_96}; {TITAN_OP_SAC}"),
+    Run("titan-h100-llama31-8b-fsdp128", TITAN_H100, "| FSDP | 5,605 | 67.0 |",
+        Config("meta-llama/Llama-3.1-8B", "h100-sxm", 8, "full", "bf16-mixed", "adamw", "fsdp",
+               2, 8192, 1, "selective", "fsdp2", "--loss full --inter-node ib-ndr", nodes=16),
+        5605, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
+        defaults=TITAN_DEFAULTS[:2],
+        notes=("Table 3: 128 GPUs, local batch size 2; 'backend RDMA network with 400 Gb/s "
+               "per GPU'",),
+        cannot=f"{H100_96}; {TITAN_OP_SAC}"),
+    # accelerate's FSDP and DeepSpeed compared on four A100s (IBM Granite 7B)
+    Run("hfblog-granite7b-fsdp-4xa100", HF_BLOG,
+        "| FSDP (aligned mode) | 3158.7                    | 10.4              | 0.41"
+        "                              |",
+        Config("meta-llama/Llama-2-7b-hf", "a100-80gb", 4, "full", "bf16-mixed", "adamw",
+               "fsdp", 8, 4096, 1, "full", "fsdp1"),
+        3158.7, Per.gpu, "accelerate FSDP (full sharding)",
+        defaults=HF_BLOG_DEFAULTS,
+        notes=("'Batch size of 8', 'Model loaded in torch.bfloat16', 'Mixed precision is the "
+               "same dtype'; aligned mode: fp32 sharded parameters (accelerate 0.30)",)),
+    Run("hfblog-granite7b-dszero3-4xa100", HF_BLOG,
+        "| DeepSpeed           | 3094.5                    | 10.6              | 0.40"
+        "                              |",
+        Config("meta-llama/Llama-2-7b-hf", "a100-80gb", 4, "full", "bf16-mixed", "adamw",
+               "zero3", 8, 4096, 1, "full", "deepspeed"),
+        3094.5, Per.gpu, "accelerate DeepSpeed (ZeRO-3)",
+        defaults=HF_BLOG_DEFAULTS,
+        notes=("'Batch size of 8', 'Model loaded in torch.bfloat16'; DeepSpeed keeps fp32 "
+               "partitions (the blog's Table 1)",)),
+    # VectorLM: FSDP1 fine-tuning of Llama 3 8B on 1, 2 and 4 A100 80GB
+    *(_vectorlm(m, g, c) for m in ("full", "lora") for g in (1, 2, 4) for c in (0, 1, 2)),
+)  # fmt: skip
+
+
+def plan_for(run: Run) -> Plan:
+    """The memtui plan of the run's configuration, built as `memtui estimate` builds it."""
+    return plan_from_args(build_parser().parse_args(["estimate", *run.config.flags()]))
+
+
+def compared() -> list[Run]:
+    return [r for r in RUNS if not r.cannot]
+
+
+def listed() -> list[Run]:
+    return [r for r in RUNS if r.cannot]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A compared run: what was measured, and memtui's step for its plan."""
+
+    run: Run
+    plan: Plan
+    step: StepTime
+
+    @property
+    def predicted(self) -> float:
+        """memtui's tokens/s per GPU over the steps the run's figure was taken over."""
+        if self.run.over is Over.optimizer_steps:
+            return self.step.tokens_per_second_per_gpu
+        per_micro_step = self.step.tokens_per_step / self.plan.grad_accum / self.plan.hardware.gpus
+        return per_micro_step / self.step.micro_step_seconds
+
+    @property
+    def error(self) -> float:
+        """Step-time error: predicted seconds over measured seconds, minus one (the same
+        tokens in both, so measured tokens/s over predicted tokens/s)."""
+        return self.run.tokens_per_second_per_gpu / self.predicted - 1
+
+    @property
+    def card(self) -> str:
+        return self.plan.hardware.gpu_name
+
+    @property
+    def largest_parts(self) -> str:
+        """The two largest parts of memtui's step, as shares of it."""
+        parts = sorted(self.step.parts, key=lambda p: p.seconds, reverse=True)[:2]
+        return ", ".join(f"{p.kind.value} {p.seconds / self.step.seconds:.0%}" for p in parts)
+
+
+def outcome(run: Run) -> Outcome:
+    plan = plan_for(run)
+    return Outcome(run, plan, step_time(plan))
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def report() -> tuple[str, list[Outcome]]:
+    outcomes = [outcome(r) for r in compared()]
+    lines = [
+        "| run | stack | card | method | measured tok/s/GPU | memtui tok/s/GPU | step-time error "
+        "| memtui MFU | largest parts | source |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for o in outcomes:
+        flags = " (compiled)" if o.run.compiled else ""
+        lines.append(
+            f"| {o.run.id}{flags} | {o.plan.stack.value} | {o.card} | {o.plan.method.value} | "
+            f"{o.run.tokens_per_second_per_gpu:,.0f} | {o.predicted:,.0f} | {_pct(o.error)} | "
+            f"{o.step.mfu:.0%} | {o.largest_parts} | {o.run.source} |"
+        )
+    lines += ["", *_summary(outcomes), "", "Worst runs:", ""]
+    worst = sorted(outcomes, key=lambda o: abs(o.error), reverse=True)[:5]
+    lines += [f"- {o.run.id}: {_pct(o.error)} ({o.largest_parts})" for o in worst]
+    lines += ["", "Listed, not compared (a memtui plan cannot express what they ran):", ""]
+    lines += [
+        f"- {r.id} ({r.tokens_per_second_per_gpu:,.0f} tok/s/GPU): {r.cannot}" for r in listed()
+    ]
+    return "\n".join(lines), outcomes
+
+
+def _summary(outcomes: list[Outcome]) -> list[str]:
+    def line(label: str, group: list[Outcome]) -> str:
+        errors = [o.error for o in group]
+        return (
+            f"| {label} | {len(group)} | {statistics.median(abs(e) for e in errors):.1%} | "
+            f"{max(abs(e) for e in errors):.1%} | {_pct(statistics.median(errors))} |"
+        )
+
+    groups: list[tuple[str, Callable[[Outcome], str]]] = [
+        ("stack", lambda o: o.plan.stack.value),
+        ("card", lambda o: o.card),
+        ("stack and card", lambda o: f"{o.plan.stack.value}, {o.card}"),
+        ("method", lambda o: o.plan.method.value),
+        ("runner", lambda o: o.run.runner),
+        ("torch.compile", lambda o: "compiled" if o.run.compiled else "eager"),
+    ]
+    rows = [
+        "| runs | n | median abs error | max abs error | median error |",
+        "|---|---:|---:|---:|---:|",
+        line("all", outcomes),
+    ]
+    for name, key in groups:
+        for value in sorted({key(o) for o in outcomes}):
+            rows.append(line(f"{name}: {value}", [o for o in outcomes if key(o) == value]))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", metavar="FILE", help="replace the table in FILE's markers")
+    args = parser.parse_args()
+    text, _ = report()
+    print(text)
+    if args.write:
+        path = Path(args.write)
+        doc = path.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{text}\n{END}"
+        if BEGIN in doc:
+            head, rest = doc.split(BEGIN, 1)
+            doc = head + block + rest.split(END, 1)[1]
+        else:
+            doc = doc.rstrip() + "\n\n" + block + "\n"
+        path.write_text(doc, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
