@@ -88,10 +88,18 @@ class CompareRow:
     what_if: str
 
 
+def source_line(job: JobBudget | None) -> str:
+    """Where the job's budget came from, or the keys that give it one (attach the job,
+    promote the what-if plan); the what-if plan always comes from the settings."""
+    if job is None:
+        return "job's budget: none, capacity only (j: attach, b: promote)"
+    return f"job's budget from {job.source}"
+
+
 def comparison(job: JobBudget | None, what_if: Budget, unit: str) -> tuple[CompareRow, ...]:
-    """The job's budget beside the what-if plan: where each comes from, the budget per GPU
-    against the card, and the headroom it leaves. A figure the estimator adds to `Report`
-    (the step time) is one more row here."""
+    """The job's budget beside the what-if plan: the budget per GPU against the card, and
+    the headroom it leaves. A figure the estimator adds to `Report` (the step time) is one
+    more row here."""
 
     def budget(b: Budget) -> str:
         return f"{num(b.total, unit)}/{num(b.capacity, unit)} {unit}"
@@ -99,14 +107,12 @@ def comparison(job: JobBudget | None, what_if: Budget, unit: str) -> tuple[Compa
     def headroom(b: Budget) -> str:
         return f"{num(b.headroom, unit)} {unit}" + ("" if b.fits else " NO FIT")
 
-    if job is None:  # the keys that give the job a budget: attach it, promote the what-if
+    if job is None:
         return (
-            CompareRow("from", "none (j or b)", "the settings"),
             CompareRow("per GPU", "capacity only", budget(what_if)),
             CompareRow("headroom", "-", headroom(what_if)),
         )
     return (
-        CompareRow("from", str(job.source), "the settings"),
         CompareRow("per GPU", budget(job.budget), budget(what_if)),
         CompareRow("headroom", headroom(job.budget), headroom(what_if)),
     )

@@ -2,10 +2,10 @@
 what-if plan the settings edit (memtui/ui/budgets.py).
 
 Wide layout, under the settings:
-                job's budget          what-if plan
-    from        --plan plan.toml      the settings
-    per GPU     46.1/80.0 GB          38.2/80.0 GB
-    headroom    33.9 GB               41.8 GB
+    job's budget from --plan plan.toml
+              job's budget        what-if plan
+    per GPU   46.1/80.0 GB        38.2/80.0 GB
+    headroom  33.9 GB             41.8 GB
 Narrow layout (under 100 columns), one line:
     job's budget 46.1/80.0 GB (--plan plan.toml) · what-if 38.2/80.0 GB, headroom 41.8 GB
 Where the job's budget came from is a path or a command line from outside: escaped by
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
 from memtui.estimator import Budget
-from memtui.ui.budgets import JobBudget, comparison
+from memtui.ui.budgets import JobBudget, comparison, source_line
 from memtui.ui.widgets.view_widget import ViewWidget
 
 
@@ -50,24 +51,25 @@ class BudgetCompare(ViewWidget):
     def watch_view(self, view: CompareView | None) -> None:
         if view is None:
             return
-        rows = comparison(view.job, view.what_if, view.unit)
+        budget, headroom = comparison(view.job, view.what_if, view.unit)
         if view.narrow:
-            self.show(_line(view, rows[1].job, rows[1].what_if, rows[2].what_if), 1)
+            self.show(_line(view, budget.job, budget.what_if, headroom.what_if), 1)
             return
         table = Table(box=None, show_edge=False, pad_edge=False, expand=True, padding=(0, 1))
         table.add_column("", no_wrap=True, style="bold", width=9)
         for header in ("job's budget", "what-if plan"):
             table.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1)
-        for row in rows:
+        for row in (budget, headroom):
             table.add_row(row.label, Text(row.job), Text(row.what_if))
-        self.show(table, 1 + len(rows))
+        source = Text(source_line(view.job), no_wrap=True, overflow="ellipsis")
+        self.show(Group(source, table), 4)  # the source line, the header, two rows
 
 
 def _line(view: CompareView, job: str, what_if: str, headroom: str) -> Text:
     """The narrow layout's one line: the job's budget and its source, then the what-if's."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if view.job is None:
-        text.append("job's budget: none (capacity only)", "bold")
+        text.append("job's budget: none, capacity only", "bold")
     else:
         text.append(f"job's budget {job}", "bold")
         text.append(f" ({view.job.source})")
