@@ -168,13 +168,15 @@ async def test_editing_the_what_if_plan_never_changes_the_jobs_budget_on_the_bar
         await pilot.pause()
         job = screen.job_budget
         assert job is not None and set(screen.statuses.values()) == {RowStatus.OVER}
-        for key in ("s", "m", "plus", "right_square_bracket", "o"):  # five what-ifs
+        # what-ifs, planning another card (k) among them: the reported "every healthy GPU
+        # OVER BUDGET" came from the what-if plan judging the rows
+        for key in ("s", "m", "plus", "right_square_bracket", "o", "k"):
             await pilot.press(key)
             await pilot.pause()
             assert screen.job_budget == job
             assert set(screen.statuses.values()) == {RowStatus.OVER}
             assert all(row.data.budget == job.budget for row in _rows(app).values())
-        assert screen.plan != plan
+        assert screen.plan.hardware.gpu_name != plan.hardware.gpu_name  # another card
         what_if = estimate(screen.plan).budget
         assert what_if.total != job.budget.total
         # side by side: the job's figure and the what-if's, each named
