@@ -71,6 +71,8 @@ async def test_replay_over_budget_alerts_once_and_marks_the_row(tmp_path: Path) 
 
 
 async def test_a_plan_change_can_clear_the_alert(tmp_path: Path) -> None:
+    """Once promoted to the job's budget (b): editing the what-if plan alone never moves the
+    bars' budget (tests/test_ui_budgets.py)."""
     plan = llama_plan()
     trace = write_trace(tmp_path / "over.jsonl", [demo_source(plan, 1.2).poll()])
     app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
@@ -82,6 +84,9 @@ async def test_a_plan_change_can_clear_the_alert(tmp_path: Path) -> None:
         await pilot.pause()
         assert screen.plan.strategy is Strategy.fsdp_shard_grad_op
         assert budget_total(screen.plan) > budget_total(plan)
+        assert len(_alert_rows(app)) == 8  # a what-if: the job's budget is still the plan's
+        await pilot.press("b")  # the what-if plan becomes the job's budget
+        await pilot.pause()
         assert not _alert_rows(app)
 
 
@@ -97,11 +102,12 @@ async def test_fake_nvml_near_capacity_alert(fake_nvml_in_process: Any) -> None:
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.polls >= 1)
         await pilot.pause()
+        # a budget past the card is never "under budget", however little GPU 0 uses yet
         assert by_label(screen.statuses, app) == {
-            "0": RowStatus.UNDER,
+            "0": RowStatus.BUDGET_OVER_CARD,
             "1": RowStatus.NEAR_CAPACITY,
         }
-        rows = _alert_rows(app)
+        rows = [row for row in _alert_rows(app) if row.has_class("-near")]
         assert len(rows) == 1 and rows[0].data and rows[0].data.device.label == "1"
         assert "NEAR" in text_of(app)
     assert any("GPU 1: NEAR CAPACITY" in m for m in seen)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # types only: importing them here would load Textual and pyda
     from memtui.estimator import Plan
     from memtui.telemetry import TelemetrySource
     from memtui.ui.app import MemtuiApp
+    from memtui.ui.budgets import BudgetSource
 
 DEFAULT_SAVE = "memtui-plan.toml"
 
@@ -114,7 +115,22 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         first_poll=first,
         snapshot=Path(args.snapshot) if args.snapshot else None,
         origin=origin,
+        budget_from=_budget_from(args),
     )
+
+
+def _budget_from(args: argparse.Namespace) -> BudgetSource | None:
+    """Where the job's budget comes from: the job's files (`--from`), a saved plan
+    (`--plan`); None when neither was given (plan flags alone are a what-if, and the bars
+    show the cards' capacity until a job is attached or recognised, memtui/ui/budgets.py)."""
+    from memtui.ui.budgets import BudgetFrom, BudgetSource
+
+    files = getattr(args, "from_files", None)
+    if files:
+        return BudgetSource(BudgetFrom.JOB_FILES, " ".join(Path(f).name for f in files))
+    if args.plan:
+        return BudgetSource(BudgetFrom.PLAN_FILE, str(args.plan))
+    return None
 
 
 def _open(options: Any) -> TelemetrySource:

@@ -59,16 +59,23 @@ class AlertTracker:
         self._toasts: dict[str, float] = {}
 
     def update(
-        self, snapshot: ClusterSnapshot | None, budget_bytes: int, unit: str
+        self,
+        snapshot: ClusterSnapshot | None,
+        budget_bytes: int | None,
+        unit: str,
+        judged: Callable[[DeviceSnapshot], bool] | None = None,
     ) -> list[Notice]:
-        """Classify every row against the budget; the notifications for new crossings."""
+        """Classify every row against the job's budget per GPU (None: no job's budget, the
+        cards' capacity only; `judged` says which GPUs the budget covers, None: all); the
+        notifications for new crossings."""
         now = self._clock()
         many = snapshot is not None and len(snapshot.nodes) > 1
         before = self.statuses
         statuses: dict[DeviceKey, RowStatus] = {}
         crossed: dict[RowStatus, list[tuple[DeviceKey, DeviceSnapshot]]] = {}
         for key, _, device in snapshot.rows() if snapshot is not None else ():
-            status = statuses[key] = classify(device, budget_bytes)
+            covered = judged is None or judged(device)
+            status = statuses[key] = classify(device, budget_bytes if covered else None)
             if (status.alert or status is RowStatus.LOST) and before.get(key) is not status:
                 last = self._notified.get((key, status))
                 if last is None or now - last >= self.quiet_s:
@@ -115,17 +122,20 @@ class AlertTracker:
         status: RowStatus,
         rows: list[tuple[DeviceKey, DeviceSnapshot]],
         many: bool,
-        budget: int,
+        budget: int | None,
         unit: str,
     ) -> Notice:
-        # one notification per kind of crossing, naming every GPU that crossed
+        # one notification per kind of crossing, naming every GPU that crossed; the job's
+        # budget where it was crossed (near capacity is said of cards nobody planned too)
         worst = max((d for _, d in rows), key=lambda d: d.memory_used or 0)
         names = ", ".join(row_name(k, d, many) for k, d in rows)
         several = len(rows) > 1
+        said = budget is not None and status is not RowStatus.NEAR_CAPACITY
+        planned = f", job's budget {size(budget, unit)}" if said else ""
         return Notice(
             f"GPU{'s' if several else ''} {names}: {status.value}: "
             f"{'up to ' if several else ''}{size(worst.memory_used, unit)} "
-            f"used, budget {size(budget, unit)}, card {size(worst.memory_total, unit)}",
+            f"used{planned}, card {size(worst.memory_total, unit)}",
             "Memory alert",
             "warning" if status is RowStatus.NEAR_CAPACITY else "error",
         )

@@ -19,6 +19,7 @@ from textual.notifications import SeverityLevel
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.text import LINE, shown
+from memtui.ui.budgets import GIVEN, BudgetSource
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
@@ -59,9 +60,11 @@ class MemtuiApp(App[None]):
         first_poll: FirstPoll | None,
         snapshot: Path | None = None,
         origin: Origin | None = None,
+        budget_from: BudgetSource | None = GIVEN,
     ) -> None:
         super().__init__()
         self._origin = origin
+        self._budget_from = budget_from
         self._snapshot = snapshot
         self._plan = plan
         self.source = source
@@ -124,6 +127,7 @@ class MemtuiApp(App[None]):
             save_path=self._save_path,
             first_poll=self._first_poll,
             origin=self._origin,
+            budget_from=self._budget_from,
         )
 
     def on_mount(self) -> None:
@@ -175,6 +179,7 @@ def make_app(
     first_poll: FirstPoll | None = None,
     snapshot: Path | None = None,
     origin: Origin | None = None,
+    budget_from: BudgetSource | None = GIVEN,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -182,7 +187,9 @@ def make_app(
     `first_poll` is a poll of `source` already running (the CLI starts it before importing
     Textual), taken as the first snapshot; `snapshot` a PyTorch memory snapshot to open
     over the dashboard (memtui/ui/snapshot_screen.py); `origin` the user's config the plan
-    came from (`--from`), which the export key edits (memtui.plans.roundtrip)."""
+    came from (`--from`), which the export key edits (memtui.plans.roundtrip); `budget_from`
+    where `plan` came from when it is the running job's budget (`GIVEN` by default; None: no
+    job's budget, the GPU rows show capacity only, memtui/ui/budgets.py)."""
     return MemtuiApp(
         plan,
         source,
@@ -196,4 +203,5 @@ def make_app(
         first_poll=first_poll,
         snapshot=snapshot,
         origin=origin,
+        budget_from=budget_from,
     )

@@ -1,7 +1,8 @@
 """Per-GPU state the screen keeps between polls: peaks, a short history, and the row status.
 
-The status is a comparison of measured bytes against the estimator's budget and the card's
-capacity (no arithmetic on the plan: the budget comes whole from `estimate`). Statuses are
+The status is a comparison of measured bytes against the job's budget (memtui/ui/budgets.py:
+the estimator's per-GPU figure, whole from `estimate`) and the card's capacity; a GPU no job's
+budget covers is judged against its capacity only. Statuses are
 words as well as colours (docs/architecture.md, "The screen": colour is never the only signal).
 """
 
@@ -24,7 +25,12 @@ class RowStatus(str, Enum):
     """What a GPU row says, in words, beside its colour."""
 
     UNDER = "under budget"
+    UNBUDGETED = "no job budget"
+    """No job's budget covers this GPU: only its capacity is judged."""
     OVER = "OVER BUDGET"
+    BUDGET_OVER_CARD = "BUDGET > CARD"
+    """The job's budget per GPU is more than this card holds: however little it uses now,
+    the job is planned past the card (never "under budget")."""
     NEAR_CAPACITY = "NEAR CAPACITY"
     OVER_AND_NEAR = "OVER BUDGET, NEAR CAPACITY"
     LOST = "GPU LOST"
@@ -33,18 +39,28 @@ class RowStatus(str, Enum):
     @property
     def alert(self) -> bool:
         """Whether this status raises an alert (notification and a mark on the row)."""
-        return self in (RowStatus.OVER, RowStatus.NEAR_CAPACITY, RowStatus.OVER_AND_NEAR)
+        return self in (
+            RowStatus.OVER,
+            RowStatus.NEAR_CAPACITY,
+            RowStatus.OVER_AND_NEAR,
+            RowStatus.BUDGET_OVER_CARD,
+        )
 
 
-def classify(device: DeviceSnapshot, budget_bytes: int) -> RowStatus:
-    """The row's status: used memory against the plan's budget and the card's capacity."""
+def classify(device: DeviceSnapshot, budget_bytes: int | None) -> RowStatus:
+    """The row's status: used memory against the job's budget per GPU (None: no budget
+    covers this GPU) and the card's capacity."""
     if device.lost:
         return RowStatus.LOST
     used, total = device.memory_used, device.memory_total
     if used is None or not total:
         return RowStatus.UNKNOWN
-    over = used > budget_bytes
     near = used >= total * NEAR_CAPACITY
+    if budget_bytes is None:
+        return RowStatus.NEAR_CAPACITY if near else RowStatus.UNBUDGETED
+    over = used > budget_bytes
+    if budget_bytes > total and not near:  # near the card is the sooner danger: said first
+        return RowStatus.BUDGET_OVER_CARD
     if over and near:
         return RowStatus.OVER_AND_NEAR
     if over:

@@ -4,9 +4,11 @@ State flows one way (docs/architecture.md, "Data flow"): a key or a settings mes
 frozen Plan -> `estimate` runs here, the only place the UI calls it -> every widget gets a new view.
 Telemetry comes from the `Poller` (a timer and a thread worker) as `TelemetryArrived` messages; the
 plan is sized to the GPUs found by `fit_plan`, and the notifications a poll raises are decided by
-the `AlertTracker`. The attach, export and save keys run the workers of memtui/ui/job_keys.py,
-whose answers come back as messages too (`JobsFound`, `JobPlanned`, `ExportWritten`,
-`PlanSaved`, `WorkFailed`): the screen lays out, keeps state and shows.
+the `AlertTracker`, against the job's budget (memtui/ui/budgets.py: the given plan, `--plan`,
+`--from`, the attached or recognised job, or the what-if plan promoted with `b`), never against
+the what-if plan the settings edit. The attach, export and save keys run the workers of
+memtui/ui/job_keys.py, whose answers come back as messages too (`JobsFound`, `JobPlanned`,
+`ExportWritten`, `PlanSaved`, `WorkFailed`): the screen lays out, keeps state and shows.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from memtui.telemetry import (
     TelemetrySource,
 )
 from memtui.ui.alerts import AlertTracker, Notice
+from memtui.ui.budgets import GIVEN, BudgetFrom, BudgetSource, JobBudget
 from memtui.ui.fit import fit_plan
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import (
@@ -53,7 +56,8 @@ from memtui.ui.messages import (
 )
 from memtui.ui.plan_edits import PlanEditError, step, with_model
 from memtui.ui.poller import Poller
-from memtui.ui.units import UNITS
+from memtui.ui.units import UNITS, size
+from memtui.ui.widgets.budget_compare import BudgetCompare, CompareView
 from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
 from memtui.ui.widgets.footer import KeyFooter
 from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
@@ -124,6 +128,8 @@ class DashboardScreen(Screen[None]):
                 tooltip="plan from the training job running on the GPUs"),
         Binding("e", "export_plan", "Export", id="export", show=False,
                 tooltip="write the plan as its stack's config (DeepSpeed, accelerate...)"),
+        Binding("b", "promote_budget", "To budget", id="promote", show=False,
+                tooltip="make the what-if plan the job's budget (what the GPU bars judge)"),
     ]  # fmt: skip
 
     # repaint=False throughout: the screen draws none of these itself (its widgets do, from
@@ -146,8 +152,17 @@ class DashboardScreen(Screen[None]):
         save_path: Path | None = None,
         first_poll: FirstPoll | None = None,
         origin: Origin | None = None,
+        budget_from: BudgetSource | None = GIVEN,
     ) -> None:
         super().__init__()
+        self.job_budget: JobBudget | None = None
+        """What the GPU rows and alarms are judged against (None: capacity only); never
+        changed by editing the what-if plan (`plan`)."""
+        # where the plan given at start came from, when it is the job's: taken with its first
+        # estimate, sized to the GPUs like the what-if plan (None: nobody planned the job)
+        self._budget_from = budget_from
+        self._untouched: Plan | None = None  # the what-if plan as started, until edited
+        self._recognising = False  # the attach worker runs for the job found at start
         self.origin = origin
         """The user's config the plan came from (`--from`): `e` writes it edited."""
         self.source = source
@@ -194,6 +209,7 @@ class DashboardScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield SettingsPanel(id="settings")
+                yield BudgetCompare(id="budgets")
                 yield StrategyTable(id="strategies")
             with VerticalScroll(id="main", can_focus=False):
                 yield GpuPanel(id="gpus", rows=devices)
@@ -215,6 +231,7 @@ class DashboardScreen(Screen[None]):
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
         self._recompute(previous=self._unfitted)
+        self._untouched = self.plan
         if self.poller is not None and not self.poller.gives_up(self.snapshot):
             # no answer taken at compose: poll now, not in a second
             self.poller.start(now=self.polls == 0)
@@ -271,6 +288,9 @@ class DashboardScreen(Screen[None]):
                 return accepted
             report = estimate(previous)  # the plan fitted at start-up: fall back to the given
         self.report = report
+        if self._budget_from is not None:  # the plan given at start is the job's
+            self.job_budget = JobBudget(self._plan, report.budget, self._budget_from)
+            self._budget_from = None
         self._reclassify()
         self._push_plan()
         self._push_telemetry()
@@ -285,6 +305,9 @@ class DashboardScreen(Screen[None]):
         self.strategy_table.view = StrategyView(report, self.plan.strategy, unit)
         self.query_one(LeverList).view = LeverView(report.levers, unit, narrow)
         self.query_one(CommunicationLine).view = CommunicationView(report.communication, unit)
+        self.query_one(BudgetCompare).view = CompareView(
+            self.job_budget, report.budget, unit, narrow
+        )
 
     def _push_telemetry(self) -> None:
         if self.report is None or not self._ready:
@@ -296,6 +319,7 @@ class DashboardScreen(Screen[None]):
             statuses=dict(self.statuses),
             history=self.history,
             expand_hosts=self.expand_hosts,
+            job=self.job_budget,
         )
         self.query_one(ProcessTable).view = ProcessView.of(self.snapshot, self.unit)
         self.query_one(StatusLine).view = StatusView(
@@ -352,11 +376,13 @@ class DashboardScreen(Screen[None]):
     # -- the attach, export and save keys: thread workers, answered by messages -------
 
     def action_attach_job(self) -> None:
-        """`j`: the plan the first job on the GPUs was launched with."""
+        """`j`: the plan the first job on the GPUs was launched with, as the job's budget and
+        the what-if plan."""
         job = self.jobs.first_job()
         if isinstance(job, Notice):
             self._show(job)
             return
+        self._recognising = False
         self.run_worker(partial(plan_from_job, self.post_message, job, self.plan),
                         thread=True, exclusive=True, group="attach")  # fmt: skip
 
@@ -373,17 +399,52 @@ class DashboardScreen(Screen[None]):
         self.run_worker(partial(write_plan, self.post_message, self.plan, self.save_path),
                         thread=True, exclusive=True, group="save")  # fmt: skip
 
+    def action_promote_budget(self) -> None:
+        """`b`: the what-if plan becomes the job's budget (for the job's same GPUs)."""
+        job, report = self.job_budget, self.report
+        if report is None:
+            return
+        if job is not None and job.plan == self.plan:
+            self._show(Notice("the what-if plan is the job's budget already", "Budget",
+                              "information"))  # fmt: skip
+            return
+        devices = job.source.devices if job is not None else None
+        self._take_budget(BudgetSource(BudgetFrom.PROMOTED, devices=devices))
+
+    def _take_budget(self, source: BudgetSource) -> None:
+        """The what-if plan, as it is now, becomes the job's budget: rows, alarms and the
+        comparison are judged again."""
+        assert self.report is not None
+        self.job_budget = JobBudget(self.plan, self.report.budget, source)
+        self._reclassify()
+        self._push_plan()
+        self._push_telemetry()
+        self.notify(f"{size(self.report.budget.total, self.unit)} per GPU, from {source}",
+                    title="Job's budget")  # fmt: skip
+
     @on(JobsFound)
     def _on_jobs_found(self, message: JobsFound) -> None:
+        first_look = self.jobs.found is None
         self.jobs.take(message.found)
         self._push_telemetry()  # the status line's word on the jobs
+        job = self.jobs.first_job()
+        unplanned = first_look and self.job_budget is None and self.plan == self._untouched
+        if unplanned and not isinstance(job, Notice):
+            # a job recognised at start, nobody planned, nothing edited: its budget, unasked
+            self._recognising = True
+            self.run_worker(partial(plan_from_job, self.post_message, job, self.plan),
+                            thread=True, exclusive=True, group="attach")  # fmt: skip
 
     @on(JobPlanned)
     def _on_job_planned(self, message: JobPlanned) -> None:
+        kind = BudgetFrom.RECOGNISED if self._recognising else BudgetFrom.ATTACHED
+        self._recognising = False
         if self._adopt(message.plan):
             self.origin = None  # the plan is the job's now, not the --from file's
+            self._untouched = self.plan
             self._show(self.jobs.attached(message.job, message.imported))
-            self._push_telemetry()
+            job = message.job
+            self._take_budget(BudgetSource(kind, job.label, frozenset(job.devices)))
 
     @on(ExportWritten)
     def _on_export_written(self, message: ExportWritten) -> None:
@@ -425,8 +486,15 @@ class DashboardScreen(Screen[None]):
             self.run_worker(partial(look_for_jobs, self.post_message, pids), thread=True,
                             exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
-        if fitted is not None and fitted != self.plan and self._adopt(fitted):
-            return  # estimated: every widget already has this poll
+        if fitted is not None and fitted != self.plan:
+            job = self.job_budget
+            if job is not None and job.source.kind.at_start and job.plan == self.plan:
+                self._budget_from = job.source  # the start plan is the job's: sized too
+            adopted = self._adopt(fitted)
+            self._budget_from = None
+            if adopted:
+                self._untouched = self.plan
+                return  # estimated: every widget already has this poll
         self._reclassify()
         self._push_telemetry()
 
@@ -465,7 +533,9 @@ class DashboardScreen(Screen[None]):
         """Row statuses against the current budget; notify what the tracker says crossed."""
         if self.report is None:
             return
-        for notice in self.alerts.update(self.snapshot, self.report.budget.total, self.unit):
+        job = self.job_budget
+        budget, judged = (job.budget.total, job.judges) if job is not None else (None, None)
+        for notice in self.alerts.update(self.snapshot, budget, self.unit, judged):
             self._show(notice)
 
     def _show(self, notice: Notice | None) -> None:

@@ -4,8 +4,9 @@ One cell covers `scale / width` bytes. A cell inside the budget takes its term's
 full block where the GPU already uses that memory, a light shade where the budget expects
 memory not yet used. Use past the budget is a full block in the alert colour; the rest of the
 card is a dotted track. The budget's end is a vertical mark (an arrow at the right edge when
-the budget is larger than the card). The glyphs differ as well as the colours, so the bar
-still reads with NO_COLOR.
+the budget is larger than the card). With no budget (a GPU no job's budget covers) the bar is
+the card's capacity only: the use in one neutral colour, no mark, nothing "over". The glyphs
+differ as well as the colours, so the bar still reads with NO_COLOR.
 """
 
 from __future__ import annotations
@@ -24,14 +25,19 @@ SPARKS = "▁▂▃▄▅▆▇█"
 def render_bar(
     width: int,
     scale: int,
-    terms: Sequence[Term],
+    terms: Sequence[Term] | None,
     used: int | None,
     style: Callable[[str], Style],
 ) -> Text:
-    """A bar `width` cells wide for `scale` bytes. `style(name)` gives the rich style of a
-    term key or of "over", "track", "mark"."""
+    """A bar `width` cells wide for `scale` bytes (`terms` None: no budget, capacity only).
+    `style(name)` gives the rich style of a term key or of "over", "track", "mark", "used"."""
     text = Text()
     if width <= 0 or scale <= 0:
+        return text
+    if terms is None:
+        filled = min(width, round((used or 0) * width / scale))
+        text.append(USED * filled, style("used"))
+        text.append(TRACK * (width - filled), style("track"))
         return text
     bounds: list[tuple[int, str]] = []  # (end byte, term key), in the estimator's order
     end = 0

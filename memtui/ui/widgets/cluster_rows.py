@@ -6,8 +6,9 @@ host when the screen cannot show every GPU, under the outliers worth a look.
     ✕ not reporting: gpu07
     gpu01 ▲ ██████████████░░│······ 71.2/66.0 GB OVER  8 GPUs, 1 alert
     gpu07 ✕ ░░░░░░░░░░│········ host stopped reporting  LOST  8 GPUs
-Every bar is against the same per-GPU budget. One widget draws all the lines (a widget per
-GPU would be a thousand widgets on a large job); the GPU panel scrolls with the screen.
+Every bar is against the same per-GPU budget, the job's (none: the cards' capacity only). One
+widget draws all the lines (a widget per GPU would be a thousand widgets on a large job); the
+GPU panel scrolls with the screen.
 Hostnames come from the cluster's labels: drawn as text, control characters escaped.
 """
 
@@ -33,10 +34,12 @@ from memtui.ui.widgets.view_widget import ViewWidget
 _URGENCY = (
     RowStatus.OVER_AND_NEAR,
     RowStatus.OVER,
+    RowStatus.BUDGET_OVER_CARD,
     RowStatus.NEAR_CAPACITY,
     RowStatus.LOST,
     RowStatus.UNKNOWN,
     RowStatus.UNDER,
+    RowStatus.UNBUDGETED,
 )
 #: Host names are padded to the longest, up to this many cells.
 _HOST_WIDTH = 18
@@ -46,7 +49,8 @@ _HOST_WIDTH = 18
 class ClusterView:
     """What the cluster rows show; built by the GPU panel from its own view."""
 
-    budget: Budget
+    budget: Budget | None
+    """The job's budget (None: no job's budget, the cards' capacity only)."""
     unit: str
     snapshot: ClusterSnapshot
     statuses: Mapping[DeviceKey, RowStatus]
@@ -137,7 +141,9 @@ def _header(
     text.append(f"  {len(rows)} GPU{'s' * (len(rows) != 1)}")
     used = [d.memory_used for _, d in rows if d.memory_used is not None and not d.lost]
     if used:
-        text.append(f"  max {num(max(used), view.unit)}/{num(view.budget.total, view.unit)}")
+        text.append(f"  max {num(max(used), view.unit)}")
+        if view.budget is not None:
+            text.append(f"/{num(view.budget.total, view.unit)}")
         text.append(f" {view.unit}")
     if not node.ok:
         text.append(f"  ✕ {shown(node.message or node.state.value)}", _style(view, "lost"))

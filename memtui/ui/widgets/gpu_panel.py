@@ -1,6 +1,9 @@
 """The GPU panel: a legend of the budget's terms, the plan's own bar, and one row per GPU.
 
-The screen sets `view` (budget, latest snapshot, statuses, history, unit); the panel mounts
+The legend and the plan's bar are the what-if plan's (the one the settings edit); each GPU's
+row is judged against the job's budget (memtui/ui/budgets.py), or shows the card's capacity
+only where no job's budget covers it. The screen sets `view` (both budgets, latest snapshot,
+statuses, history, unit); the panel mounts
 or removes rows when the GPU count changes and hands each row its `RowData`. A snapshot of
 many hosts (a cluster source) is drawn by `ClusterRows` instead: compact rows grouped by
 host, or a summary row per host when the screen cannot show every GPU.
@@ -20,6 +23,7 @@ from textual.reactive import reactive
 from memtui.estimator import Budget, TermKind
 from memtui.estimator.objectives import OBJECTIVE_TERMS
 from memtui.telemetry import ClusterSnapshot, DeviceKey
+from memtui.ui.budgets import JobBudget
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.themes import term_styles
 from memtui.ui.units import num
@@ -48,8 +52,11 @@ class PanelView:
     """What the panel shows; replaced whole by the screen."""
 
     budget: Budget
+    """The what-if plan's: the legend and the plan's own bar."""
     unit: str
     snapshot: ClusterSnapshot | None = None
+    job: JobBudget | None = None
+    """The job's budget, the GPU rows' (None: capacity only)."""
     statuses: dict[DeviceKey, RowStatus] = field(default_factory=dict)
     history: GpuHistory | None = None
     expand_hosts: bool = False
@@ -140,7 +147,7 @@ class GpuPanel(Vertical):
 
             self._cluster_rows().show_view(
                 ClusterView(
-                    budget=view.budget,
+                    budget=view.job.budget if view.job is not None else None,
                     unit=view.unit,
                     snapshot=snapshot,
                     statuses=view.statuses,
@@ -168,8 +175,9 @@ class GpuPanel(Vertical):
         keyed = snapshot.rows() if snapshot is not None and not many else ()
         for row, (key, _, device) in zip(rows, keyed, strict=False):
             track = history.get(key)
+            judged = view.job is not None and view.job.judges(device)
             row.data = RowData(
-                budget=view.budget,
+                budget=view.job.budget if judged and view.job is not None else None,
                 unit=view.unit,
                 device=device,
                 status=view.statuses.get(key, RowStatus.UNKNOWN),
@@ -192,14 +200,15 @@ class GpuPanel(Vertical):
 
     def _legend(self, view: PanelView) -> list[list[Text]]:
         """The legend's variants, as words: long labels, short labels, and short labels
-        without "rows: used/budget" (the legend draws the first that fits two lines)."""
+        without "rows: used/..." (the legend draws the first that fits two lines)."""
         unit = view.unit
         scale = "10^9" if unit == "GB" else "2^30"
         styles = self.legend_styles()
         total = Text(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")
+        # the GPU rows' second figure: the job's budget, or the card where nobody planned it
+        rows = "; rows: used/job's budget" if view.job is not None else "; rows: used/card"
         variants = []
-        for short, explain in ((False, "; rows: used/budget"), (True, "; rows: used/budget"),
-                               (True, "")):  # fmt: skip
+        for short, explain in ((False, rows), (True, rows), (True, "")):
             head = [total, *(Text(w) for w in f"({unit} = {scale} B{explain}):".split())]
             terms = [
                 Text.assemble(

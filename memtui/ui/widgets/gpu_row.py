@@ -32,7 +32,9 @@ from memtui.ui.widgets.bar import render_bar, sparkline
 
 _SHORT = {
     RowStatus.UNDER: "ok",
+    RowStatus.UNBUDGETED: "ok",
     RowStatus.OVER: "OVER",
+    RowStatus.BUDGET_OVER_CARD: ">CARD",
     RowStatus.NEAR_CAPACITY: "NEAR",
     RowStatus.OVER_AND_NEAR: "OVER+NEAR",
     RowStatus.LOST: "LOST",
@@ -40,7 +42,9 @@ _SHORT = {
 }
 _STATUS_CLASS = {
     RowStatus.UNDER: "ok",
+    RowStatus.UNBUDGETED: "dim",  # no verdict to colour: nobody planned this GPU's job
     RowStatus.OVER: "alert",
+    RowStatus.BUDGET_OVER_CARD: "alert",
     RowStatus.NEAR_CAPACITY: "near",  # $warning: close to the card, not past the plan
     RowStatus.OVER_AND_NEAR: "alert",
     RowStatus.LOST: "lost",
@@ -62,6 +66,7 @@ ROW_STYLES = (
     "lost",
     "dim",
     "label",
+    "used",
 )
 
 #: History values a row draws (all that is kept; an unchanged GPU is not redrawn).
@@ -72,7 +77,9 @@ SPARK_WIDTH = HISTORY
 class RowData:
     """Everything one row shows; replaced whole so a row refreshes once per poll."""
 
-    budget: Budget
+    budget: Budget | None
+    """The plan's budget on the plan's own row; the job's budget on a GPU's row (None: no
+    job's budget covers the GPU, the bar shows its capacity only)."""
     unit: str
     device: DeviceSnapshot | None = None
     """None: the plan's own row (plan-only mode and the reference bar above live rows)."""
@@ -128,7 +135,8 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
         return styles.get(name, _PLAIN)
 
     device, budget, unit = data.device, data.budget, data.unit
-    scale = (device.memory_total if device else None) or budget.capacity
+    scale = _scale(data)
+    terms = budget.terms if budget is not None else None
     used = device.memory_used if device and not device.lost else None
     status = data.status
     mark = "▲" if status and status.alert else ("✕" if status is RowStatus.LOST else " ")
@@ -145,13 +153,13 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
         tail.append(" ")
         tail.append_text(_word(data, style))
         room = width - len(head) - len(tail) - 1
-        bar = render_bar(max(4, room), scale, budget.terms, used, style)
+        bar = render_bar(max(4, room), scale, terms, used, style)
         line = Text.assemble(head, bar, " ", tail, no_wrap=True, overflow="crop")
         if device is not None and device.error:
             line.append(f" {shown(device.error)}", style("lost" if device.lost else "near"))
         line.truncate(width)
         return line
-    bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, budget.terms, used, style)
+    bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, terms, used, style)
     indent = " " * len(head)
     numbers = _numbers(data, unit, style)
     return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
@@ -161,10 +169,18 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
 _WORD_WIDTH = max(len(word) for word in (*_SHORT.values(), "FITS", "DOES NOT FIT"))
 
 
+def _scale(data: RowData) -> int:
+    """The bytes a row's bar spans: the GPU's card, else the plan's (0: unknown)."""
+    card = data.device.memory_total if data.device is not None else None
+    return card or (data.budget.capacity if data.budget is not None else 0)
+
+
 def _figures(data: RowData, used: int | None, scale: int, unit: str) -> str:
     """The figures beside a bar, right-aligned to the widest they can be on this card:
-    used/budget for a GPU, budget/capacity for the plan."""
-    budget = num(data.budget.total, unit)
+    used/budget for a GPU (used/capacity where no job's budget covers it), budget/capacity
+    for the plan."""
+    planned = data.budget.total if data.budget is not None else scale
+    budget = num(planned, unit)
     width = len(num(scale, unit)) + 1 + len(budget) + 1 + len(unit)
     if data.device is None:
         return f"{budget}/{num(scale, unit)} {unit}".rjust(width)
@@ -174,7 +190,7 @@ def _figures(data: RowData, used: int | None, scale: int, unit: str) -> str:
 def _word(data: RowData, style: Callable[[str], Style]) -> Text:
     """A one-line row's verdict (the plan's fits or not; a GPU's status), padded."""
     if data.device is None:
-        fits = data.budget.fits
+        fits = data.budget is not None and data.budget.fits
         word, name = ("FITS", "ok") if fits else ("DOES NOT FIT", "alert")
     else:
         status = data.status or RowStatus.UNKNOWN
@@ -190,6 +206,7 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
     budget, device, status = data.budget, data.device, data.status
     text = Text(no_wrap=True)
     if device is None:  # the plan's own row
+        assert budget is not None  # the plan's row always has its plan's budget
         verdict = "FITS" if budget.fits else "DOES NOT FIT"
         text.append(verdict, style("ok" if budget.fits else "alert"))
         text.append(
@@ -205,7 +222,7 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
     text.append(status.value, style(_STATUS_CLASS[status]))
     if device.error:  # said before the numbers, so a narrow pane still shows it
         text.append(f"  ! {shown(device.error)}", style("near"))
-    scale = device.memory_total or budget.capacity
+    scale = _scale(data)
     text.append(
         f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
         f"  peak {num(data.peak, unit)} {unit}  "
