@@ -41,7 +41,7 @@ class LeverList(ViewWidget):
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
         table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
-        table.add_column("Step time", justify="right", no_wrap=True)
+        table.add_column("Time", justify="right", no_wrap=True)
         if not view.narrow:
             table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
         on = self.get_component_rich_style("lever-list--on")
@@ -51,7 +51,8 @@ class LeverList(ViewWidget):
             cells = [
                 lever.name,
                 "on" if lever.applied else num(lever.saves_bytes, view.unit),
-                lever.time_text,
+                # the step-time change in percent: the seconds are in `estimate`'s table
+                "" if lever.percent_change is None else f"{lever.percent_change:+.0f}%",
             ]
             if not view.narrow:
                 cells.append(lever.cost)
