@@ -330,10 +330,16 @@ def test_json_has_the_step_time_and_each_part(capsys):
     assert run(capsys, "--stack", "generic")["time_for_tokens"] is None
 
 
-def test_levers_by_flag_orders_the_json(capsys):
-    out = run(capsys, "--stack", "generic", "--levers-by", "memory")
-    saved = [lv["saves_bytes"] for lv in out["levers"] if not lv["applied"]]
-    assert saved == sorted(saved, reverse=True)
+@pytest.mark.parametrize("order", list(LeverOrder))
+def test_levers_by_flag_orders_the_json(capsys, order):
+    out = run(capsys, "--stack", "generic", "--levers-by", order.value)
+    report = estimate(Plan(model=load_model("meta-llama/Llama-2-7b-hf")))
+    assert [lv["name"] for lv in out["levers"]] == [lv.name for lv in ordered(report.levers, order)]
+
+
+def test_tokens_must_be_positive(capsys):
+    assert main(["estimate", "--tokens", "0"]) == 2
+    assert "--tokens 0" in capsys.readouterr().err
 
 
 def test_text_shows_the_step_time_block(capsys):
