@@ -224,6 +224,16 @@ def test_offload_crosses_the_host_link_and_steps_on_the_cpu():
     params = step_time(base.evolve(offload="params"))
     assert none.seconds < opt.seconds <= params.seconds
     assert opt.part(StepPartKind.optimizer) > 5 * none.part(StepPartKind.optimizer)
+    # the CPU step over the host's memory, then the 16-bit shard back over PCIe: DeepSpeed's
+    # fused CPU Adam moves 28 B per fp32 parameter, torch's AdamW on CPU tensors (FSDP's
+    # offload) runs its eight operations unfused: 84 B
+    local = estimate(base).parameters.trainable / 8
+    host = 2 * 307.2e9 / 8
+    for strategy, moved in (("zero3", 28), ("fsdp", 84)):
+        timed = step_time(base.evolve(strategy=strategy, offload="optimizer"))
+        assert timed.part(StepPartKind.optimizer) == pytest.approx(
+            local * moved / host + local * 2 / H100.host_link
+        )
 
 
 def test_mfu_and_tokens_per_second_are_consistent():
