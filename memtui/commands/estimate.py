@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from memtui.commands.default_stack import choose
+    from memtui.errors import UsageError
     from memtui.estimator import estimate
     from memtui.estimator.levers import LeverOrder, ordered
     from memtui.estimator.report import EstimateDocument, TokensTime
@@ -54,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     report = report.model_copy(
         update={"levers": ordered(report.levers, LeverOrder(args.levers_by))}
     )
-    tokens = TokensTime.of(report.step_time, args.tokens) if args.tokens else None
+    if args.tokens == 0:
+        raise UsageError("--tokens 0: no tokens to time; use a positive count (2B, 5e8)")
+    tokens = None if args.tokens is None else TokensTime.of(report.step_time, args.tokens)
     if args.json:
         sources = (imported.provenance, imported.assumptions, imported.ignored) if imported else ()
         document = EstimateDocument.of(plan, report, *sources)

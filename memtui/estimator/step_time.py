@@ -503,10 +503,13 @@ def _offload_and_optimizer(
         shard = weights / how.divisors(plan)[0] / link
         offload += _hidden(shard, forward, units) + _hidden(shard, backward, units)
     host = HOST_MEMORY_BANDWIDTH_PER_NODE / hw.gpus_per_node
-    # DeepSpeed's CPU Adam (csrc/adam/cpu_adam_impl.cpp Step_AVX) reads the fp32 parameter
-    # and gradient and writes the parameter (12 B), reads and writes each fp32 moment (8 B)
-    cpu_step = local * (12 + 8 * spec.moments) / host
-    return offload, cpu_step + local * wb / link
+    # everything fp32 on the CPU. DeepSpeed steps with its fused CPU Adam (csrc/adam/
+    # cpu_adam_impl.cpp Step_AVX: one pass); FSDP's CPU offload leaves the step to the
+    # user's torch.optim optimizer on CPU tensors, whose default there is the unfused
+    # _single_tensor_adamw: the same eight operations one tensor at a time (torch
+    # optim/optimizer.py _default_to_fused_or_foreach picks foreach only on CUDA tensors)
+    moved = _adam_bytes(spec.moments, 4, 4, 4, fused=how.framework == "deepspeed")
+    return offload, local * moved / host + local * wb / link
 
 
 def _gpu_step_bytes(plan: Plan) -> float:
@@ -525,20 +528,30 @@ def _gpu_step_bytes(plan: Plan) -> float:
         # transformers' Adafactor.step: per tensor, the fp32 update written and read back
         # twice (grad^2 + eps, then the factored estimate times the gradient)
         moved = gw + 2 * pw + 4 * 4
-    elif spec.step == "foreach" and plan.optimizer_kernel is not OptimizerKernel.fused:
-        # auto counts the foreach kernels, the larger figure. torch optim/adamw.py
-        # _multi_tensor_adamw, each kernel reading and writing its operands: the weight decay
-        # (2 pw), lerp of m (2 m + gw), mul of v (2 m), addcmul of v (2 m + 2 gw), sqrt (2 m),
-        # div (2 m), add eps (2 m), addcdiv into p (2 pw + 2 m). Lion (Chen et al. 2023,
-        # Algorithm 2): the decay (2 pw), the interpolated update (2 m + gw), its sign added
-        # into p (m + 2 pw), the moment's lerp (2 m + gw).
-        moved = 4 * pw + (14 * m + 3 * gw if spec.moments == 2 else 5 * m + 2 * gw)
     else:
-        # one fused pass: read the parameter, gradient and moments, write them back
-        moved = gw + 2 * pw + 2 * spec.moments * m
+        # auto counts the foreach kernels, the larger figure
+        fused = spec.step != "foreach" or plan.optimizer_kernel is OptimizerKernel.fused
+        moved = _adam_bytes(spec.moments, pw, m, gw, fused)
     if plan.precision.master_bytes:
         moved += pw + wb  # the fp32 master copied into the 16-bit weights
     return moved
+
+
+def _adam_bytes(moments: int, pw: float, m: float, gw: float, fused: bool) -> float:
+    """Bytes an Adam-like step moves per parameter of `pw` bytes with `moments` moments of
+    `m` bytes and a gradient of `gw` bytes, in one fused pass or in torch's separate
+    operations."""
+    if fused or not moments:
+        # one pass (SGD's in-place add too): read the parameter, gradient and moments, write
+        # them back
+        return gw + 2 * pw + 2 * moments * m
+    # torch optim/adamw.py _multi_tensor_adamw and _single_tensor_adamw, each operation
+    # reading and writing its operands: the weight decay (2 pw), lerp of m (2 m + gw), mul of
+    # v (2 m), addcmul of v (2 m + 2 gw), sqrt (2 m), div (2 m), add eps (2 m), addcdiv into
+    # p (2 pw + 2 m). Lion (Chen et al. 2023, Algorithm 2): the decay (2 pw), the
+    # interpolated update (2 m + gw), its sign added into p (m + 2 pw), the moment's lerp
+    # (2 m + gw).
+    return 4 * pw + (14 * m + 3 * gw if moments == 2 else 5 * m + 2 * gw)
 
 
 _FORWARD = (

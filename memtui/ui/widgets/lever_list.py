@@ -46,7 +46,7 @@ class LeverList(ViewWidget):
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
         table.add_column("Lever (the largest saving first)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
-        table.add_column("Step time", justify="right", no_wrap=True)
+        table.add_column("Time", justify="right", no_wrap=True)
         if not view.narrow:
             table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
         on = self.get_component_rich_style("lever-list--on")
@@ -55,7 +55,9 @@ class LeverList(ViewWidget):
             # the state in place of the saving: a lever on or not applicable saves nothing
             is_pending = lever.state is LeverState.pending
             saves = num(lever.saves_bytes, view.unit) if is_pending else _SAID[lever.state]
-            cells = [lever.name, saves, lever.time_text]
+            # the step-time change in percent: the seconds are in `estimate`'s table
+            time = "" if lever.percent_change is None else f"{lever.percent_change:+.0f}%"
+            cells = [lever.name, saves, time]
             if not view.narrow:
                 cells.append(f"{lever.why} (not applicable)" if lever.why else lever.cost)
             table.add_row(*cells, style=pending if is_pending else on)
