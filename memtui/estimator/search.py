@@ -115,6 +115,26 @@ class Search(Generic[T]):
     """Sequences per optimizer step, kept by every candidate."""
 
 
+def strategy_words(plan: Plan) -> str:
+    """How the plan's strategy holds the state, in the 13B analysis's words (docs/
+    references.md): what it shards over how many GPUs, and per-block wrapping where the
+    parameters are sharded (memtui.estimator.transient.communication_buffers: the block being
+    computed and the prefetched one gathered)."""
+    spec = strategy_spec(plan.strategy)
+    n = spec.shard_count(plan)
+    if spec.shards_weights:
+        where = f"inside each node ({n} GPUs)" if spec.hybrid else f"over {n} GPUs"
+        how = f"full sharding {where}, per-block wrapping"
+    elif spec.shards_gradients:
+        how = f"gradients and optimizer state sharded over {n} GPUs"
+    elif spec.shards_optimizer:
+        how = f"optimizer state sharded over {n} GPUs"
+    else:
+        how = "every GPU a whole replica"
+    tp = f", tensor parallel over {plan.tp} GPUs" if plan.tp > 1 else ""
+    return f"{plan.strategy.value} ({how}{tp})"
+
+
 def _values(plan: Plan, name: str, fixed: frozenset[str], values: Iterator[object]) -> list[object]:
     """The values to try for `name`: the plan's own when fixed, else the plan's first and
     then the others (each once)."""
