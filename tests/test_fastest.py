@@ -13,6 +13,7 @@ from memtui.estimator import (
     Checkpointing,
     Hardware,
     LossKind,
+    Method,
     ModelSpec,
     Offload,
     Optimizer,
@@ -95,15 +96,16 @@ def test_every_plan_found_fits_with_the_band_top_by_the_estimators_verdict(plan:
 @pytest.mark.parametrize("stack", [StackName.deepspeed, StackName.trainer, StackName.torchtune])
 def test_only_what_the_stack_runs_is_searched(stack: StackName) -> None:
     caps = CAPABILITIES[stack]
-    base = llama_8b(stack=stack, **CAPABILITIES[stack].suited(llama_8b()))  # type: ignore[arg-type]
+    lora = llama_8b(method=Method.lora)  # the Trainer's DDP fits no full 8B fine-tune
+    base = lora.evolve(stack=stack, **caps.suited(lora))
     found = everything(base)
     assert found.ranked
     seen = {name: {getattr(c.plan, name) for c in found.ranked} for name in SEARCHED}
     assert seen["strategy"] <= set(caps.strategies)
     assert seen["offload"] <= set(caps.offloads)
     assert seen["loss"] <= set(caps.losses)
-    # more than one of each where the stack has several and some fit: it is searching
-    assert len(seen["checkpointing"]) > 1
+    # every loss the stack computes fits an 8B LoRA on 8 x 80 GB: each was tried
+    assert seen["loss"] == set(caps.losses)
 
 
 def test_fixed_choices_keep_the_plans_values() -> None:
@@ -160,15 +162,17 @@ def test_a_field_the_search_does_not_move_cannot_be_fixed() -> None:
         search(seed_13b(), BY_SHAPE, fixed=frozenset({"method"}))
 
 
-def test_the_pruning_drops_no_plan_that_fits() -> None:
-    """Every combination of the searched values, estimated whole: the plans whose verdict is
-    FITS are exactly the ones the pruned search returns."""
+def test_the_pruning_drops_no_plan_that_could_be_the_fastest() -> None:
+    """Every combination of the searched values, estimated whole: of the plans whose verdict
+    is FITS, the search returns for each strategy, offload and micro-batch the one that
+    recomputes least (the others are slower by the recomputed forward, the rest the same)."""
     base = seed_13b(micro_batch=1, grad_accum=4, loss=LossKind.full)
     found = everything(base, fixed=frozenset({"tp", "loss"}))
-    brute = set()
-    for strategy, offload, mode, b in itertools.product(
-        Strategy, Offload, Checkpointing, (1, 2, 4)
-    ):
+    least: dict[tuple[Strategy, Offload, int], Checkpointing] = {}
+    for strategy, offload, b, mode in itertools.product(
+        Strategy, Offload, (1, 2, 4), (Checkpointing.none, Checkpointing.selective,
+                                       Checkpointing.full)
+    ):  # fmt: skip
         plan = base.model_copy(
             update={
                 "strategy": strategy,
@@ -183,11 +187,62 @@ def test_the_pruning_drops_no_plan_that_fits() -> None:
         except ValueError:
             continue
         if estimate(plan).budget.verdict is Verdict.fits:
-            brute.add((strategy, offload, mode, b))
+            least.setdefault((strategy, offload, b), mode)
     searched = {
-        (c.plan.strategy, c.plan.offload, c.plan.checkpointing, c.plan.micro_batch)
+        (c.plan.strategy, c.plan.offload, c.plan.micro_batch): c.plan.checkpointing
         for c in found.ranked
     }
+    assert len(searched) == len(found.ranked)
     # HSDP on one node is FSDP over the same GPUs: the search tries it once, as fsdp
-    assert searched == {key for key in brute if key[0] is not Strategy.hsdp}
+    assert searched == {key: mode for key, mode in least.items() if key[0] is not Strategy.hsdp}
     assert any(key[0] is Strategy.fsdp for key in searched)
+    assert {Checkpointing.none, Checkpointing.full} <= set(searched.values())
+
+
+def test_a_plan_under_another_strategys_name_is_listed_once() -> None:
+    """ZeRO-3 and FSDP hold the same on the generic stack, and on one data-parallel GPU (tp
+    over every GPU) no strategy shards anything: with the same seconds, one of them is kept."""
+    flat: Timing[float] = Timing(of=lambda plan: 1.0, seconds=lambda s: s)
+    base = seed_13b(grad_accum=4)
+    once = search(base, flat, keep=10**6)
+    every = everything(base)  # its seconds tell the strategies apart: nothing merged
+    assert once.fitting < every.fitting
+    keys = [
+        (c.peak, *(getattr(c.plan, n) for n in SEARCHED if n != "strategy")) for c in once.ranked
+    ]
+    assert len(keys) == len(set(keys))
+    merged = {(c.peak, c.plan.tp, c.plan.offload, c.plan.checkpointing) for c in every.ranked}
+    assert merged >= {
+        (c.peak, c.plan.tp, c.plan.offload, c.plan.checkpointing) for c in once.ranked
+    }
+
+
+@pytest.mark.parametrize(
+    ("stack", "runs"),
+    [
+        (StackName.deepspeed, {Strategy.zero1, Strategy.zero2}),  # AutoTP: ZeRO 0-2 only
+        (StackName.fsdp2, {Strategy.fsdp, Strategy.fsdp_shard_grad_op, Strategy.hsdp}),
+        (StackName.fsdp1, set()),
+        (StackName.trainer, set()),
+        (StackName.litgpt, set()),
+    ],
+)
+def test_tensor_parallelism_only_with_the_strategies_the_stack_composes_it_with(
+    stack: StackName, runs: set[Strategy]
+) -> None:
+    caps = CAPABILITIES[stack]
+    assert set(caps.tensor_parallel) == runs
+    base = llama_8b(method=Method.lora)
+    base = base.evolve(stack=stack, **caps.suited(base))
+    for strategy in caps.strategies:
+        plan = base.model_copy(update={"strategy": strategy, "tp": 2})
+        if strategy in runs:
+            plan.check_rules()
+            row = next(r for r in estimate(plan).strategies if r.strategy is strategy)
+            assert row.applicable
+            continue
+        with pytest.raises(ValueError, match="tensor parallelism"):
+            plan.check_rules()
+    found = everything(base)
+    assert found.ranked
+    assert all(c.plan.tp == 1 or c.plan.strategy in runs for c in found.ranked)

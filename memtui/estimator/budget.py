@@ -136,7 +136,7 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
 
 def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
     """Why `plan` cannot run with `strategy` (None when it can)."""
-    why = CAPABILITIES[plan.stack].why_not(strategy, plan.hardware.gpus)
+    why = CAPABILITIES[plan.stack].why_not(strategy, plan.hardware.gpus, plan.tp)
     if why is None and not offload_runs(plan.offload, strategy):
         return "parameter offload needs sharded parameters"
     return why

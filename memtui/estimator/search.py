@@ -12,16 +12,21 @@ the top of the error band of its largest phase fits the card (`memtui.estimator.
 band_top`: what a FITS verdict means). The model, the method, the optimizer, the precision,
 the stack and the hardware are never changed: they are the job the user asked about.
 
-Pruning, none of which can drop a plan that fits:
+Pruning, none of which can drop the fastest plan that fits:
 - the static state (weights, gradients, master weights, optimizer state) does not depend on
   the activation choices: when its band top alone exceeds the card, the activation choices
   of that strategy, degree, offload and dtype are not tried;
 - the activations and logits grow with the micro-batch and nothing else does (the premise of
   `memtui.estimator.budget.max_micro_batch`), so micro-batches are tried from the smallest
-  and the first that does not fit ends the list;
+  and a checkpointing mode that does not fit one is not tried at a larger one;
+- of the checkpointing modes that fit a micro-batch only the one that recomputes least is
+  timed: the others add work and change nothing else, slower plans of the same choices;
 - HSDP on a single node shards over the same GPUs as FSDP's full sharding: not tried twice;
 - the state dtype is tried only for an optimizer whose moments take the plan's dtype (not
   8-bit, factored or bitsandbytes' fp32 state);
+- a plan that is a faster one under another strategy's name (the same peak and seconds,
+  every other choice equal: ZeRO-3 and FSDP on the generic stack, any strategy on one
+  data-parallel GPU) is listed once;
 - the static state of each (strategy, degree, offload, dtype) is memoised by the stacks
   (`Plan.state_key`), so the activation choices re-use it.
 
@@ -104,7 +109,7 @@ class Search(Generic[T]):
     ranked: tuple[Candidate[T], ...]
     """The fastest first (ties: the larger headroom first), at most `keep` of them."""
     fitting: int
-    """Candidates that fit (before keeping the first `keep`)."""
+    """Distinct candidates that fit (before keeping the first `keep`)."""
     estimated: int
     """Candidate plans whose budget was computed."""
     refused: int
@@ -146,6 +151,73 @@ def _values(plan: Plan, name: str, fixed: frozenset[str], values: Iterator[objec
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _distinct(found: list[Candidate[T]]) -> list[Candidate[T]]:
+    """`found` without a plan that is an earlier one under another strategy's name: the same
+    peak and seconds with every other choice equal (ZeRO-3 and FSDP on the generic stack, any
+    strategy on one data-parallel GPU, where nothing is sharded)."""
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for c in found:
+        p = c.plan
+        key = (c.peak, c.seconds, *(getattr(p, name) for name in SEARCHED if name != "strategy"))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+RECOMPUTE = (Checkpointing.none, Checkpointing.selective, Checkpointing.full)
+"""The checkpointing modes, least recomputed first."""
+
+
+def _activation_choices(
+    static: Plan,
+    losses: list[object],
+    modes: list[object],
+    batches: list[int],
+    per_rank: int,
+    timing: Timing[T],
+) -> tuple[list[Candidate[T]], int, int]:
+    """The loss, checkpointing and micro-batch choices over `static` that fit: (candidates,
+    plans estimated, plans refused). Per micro-batch only the mode that recomputes least
+    among those that fit is timed: recomputing adds work and changes nothing else
+    (Korthikanti et al. 2022 sec. 5: one more forward of what it does not keep), so the
+    others are slower plans of the same choices."""
+    capacity = static.hardware.gpu_memory
+    ordered = sorted(modes, key=RECOMPUTE.index)  # type: ignore[arg-type]
+    found: list[Candidate[T]] = []
+    estimated = refused = 0
+    for loss in losses:
+        over: set[object] = set()  # modes a smaller micro-batch did not fit: nor does this
+        for b in batches:
+            for mode in ordered:
+                if mode in over:
+                    continue
+                candidate = static.model_copy(
+                    update={
+                        "loss": loss,
+                        "checkpointing": mode,
+                        "micro_batch": b,
+                        "grad_accum": per_rank // b,
+                    }
+                )
+                try:
+                    candidate.check_rules()
+                except ValueError:
+                    refused += 1
+                    continue
+                estimated += 1
+                t = breakdown(candidate)
+                top = band_top(candidate, peak := max(p.gpu_bytes for p in phases(candidate, t)))
+                if top > capacity:
+                    over.add(mode)  # a larger micro-batch holds more
+                    continue
+                answer = timing.of(candidate)
+                found.append(Candidate(candidate, peak, top, answer, timing.seconds(answer)))
+                break  # the modes after it recompute more: slower, the rest the same
+    return found, estimated, refused
 
 
 def search(
@@ -223,37 +295,18 @@ def search(
                     estimated += 1
                     if band_top(static, breakdown(static).state.total) > capacity:
                         continue  # no activation choice makes the state smaller
-                    for loss in losses:
-                        for mode in modes:
-                            for b in batches:
-                                candidate = static.model_copy(
-                                    update={
-                                        "loss": loss,
-                                        "checkpointing": mode,
-                                        "micro_batch": b,
-                                        "grad_accum": per_rank // b,
-                                    }
-                                )
-                                try:
-                                    candidate.check_rules()
-                                except ValueError:
-                                    refused += 1
-                                    continue
-                                estimated += 1
-                                t = breakdown(candidate)
-                                peak = max(p.gpu_bytes for p in phases(candidate, t))
-                                top = band_top(candidate, peak)
-                                if top > capacity:
-                                    break  # a larger micro-batch holds more
-                                answer = timing.of(candidate)
-                                found.append(
-                                    Candidate(candidate, peak, top, answer, timing.seconds(answer))
-                                )
+                    more, seen, no = _activation_choices(
+                        static, losses, modes, batches, per_rank, timing
+                    )
+                    found += more
+                    estimated += seen
+                    refused += no
     found.sort(key=lambda c: (c.seconds, -c.headroom))
+    ranked = _distinct(found)
     return Search(
         base=plan,
-        ranked=tuple(found[:keep]),
-        fitting=len(found),
+        ranked=tuple(ranked[:keep]),
+        fitting=len(ranked),
         estimated=estimated,
         refused=refused,
         fixed=fixed,
