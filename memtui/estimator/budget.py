@@ -27,6 +27,7 @@ from memtui.estimator.report import (
     Verdict,
 )
 from memtui.estimator.stacks import Breakdown, stack_for
+from memtui.estimator.step_time import step_time
 from memtui.estimator.strategies import offload_runs
 from memtui.estimator.terms import TermKind
 
@@ -203,4 +204,5 @@ def estimate(plan: Plan) -> Report:
         stack=CAPABILITIES[plan.stack].label,
         max_micro_batch=own,
         assumptions=_assumptions(plan),
+        step_time=step_time(plan),
     )

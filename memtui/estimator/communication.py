@@ -17,14 +17,20 @@ from memtui.estimator.state import StaticState, frozen_base_bytes
 from memtui.estimator.strategies import strategy_spec
 
 
-def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:
-    """(intra-node, inter-node) bytes sent per GPU per optimizer step."""
+def payloads(plan: Plan, trainable: int) -> tuple[float, float]:
+    """(weights, gradients): the bytes of one tensor-parallel rank's copy of the model's
+    weights as they are gathered, and of its gradients as they are reduced."""
     wb = plan.precision.weight_bytes  # weights and gradients travel in the parameter dtype
     # ZeRO-3/FSDP gather the weights as stored: under QLoRA the NF4 base (packed in its
     # bnb_4bit_quant_storage, one byte per two weights) and the upcast rest, not 2 B/param
     base = wb * plan.model.parameters if plan.method is Method.full else frozen_base_bytes(plan)
     weights = (base + (0 if plan.method is Method.full else wb * trainable)) / plan.tp
-    grads = wb * trainable / plan.tp
+    return weights, wb * trainable / plan.tp
+
+
+def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:
+    """(intra-node, inter-node) bytes sent per GPU per optimizer step."""
+    weights, grads = payloads(plan, trainable)
     n, ga, nodes = plan.data_parallel, plan.grad_accum, plan.hardware.nodes
     if n == 1:
         return 0.0, 0.0

@@ -1,17 +1,19 @@
 """The levers of the 13B analysis (docs/references.md, item 4) and docs/architecture.md, "Where each
 formula lives", in the order they are applied: activation levers first (cheapest), then state
-levers. Each lever's saving is computed by estimating the plan with that lever pulled.
+levers. Each lever's saving is computed by estimating the plan with that lever pulled, and its
+time cost by timing that plan (`memtui.estimator.step_time`) against this one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    Choice,
     LossKind,
     Method,
     Offload,
@@ -24,23 +26,53 @@ from memtui.estimator.objectives import keeps_reference, reference_is_copy, spec
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Lever
+from memtui.estimator.step_time import seconds_per_token, step_time
 from memtui.estimator.strategies import offload_runs, strategy_spec
 
 PlanTotal = Callable[[Plan], int]
 """Predicted peak bytes per GPU of a plan: what the lever list re-estimates with."""
+PlanSeconds = Callable[[Plan], float]
+"""Seconds per trained token of a plan: what the lever list re-times with."""
+
+
+class LeverOrder(Choice):
+    """How the lever list is ordered (`memtui estimate --levers-by`)."""
+
+    pull = "pull"  # the order to pull them: the 13B analysis's
+    memory = "memory"  # most bytes saved first
+    efficiency = "efficiency"  # most bytes saved per percent of step time lost first
+
+
+def ordered(levers: Sequence[Lever], order: LeverOrder) -> tuple[Lever, ...]:
+    """`levers` in `order`; levers already on keep their place at the end, in pull order."""
+    if order is LeverOrder.pull:
+        return tuple(levers)
+    pending = [lever for lever in levers if not lever.applied]
+    on = [lever for lever in levers if lever.applied]
+    if order is LeverOrder.memory:
+        pending.sort(key=lambda lever: -lever.saves_bytes)
+    else:
+        # a lever that saves nothing is last whatever its time; ties: more bytes first
+        pending.sort(
+            key=lambda lever: (not lever.saves_bytes, -lever.bytes_per_percent, -lever.saves_bytes)
+        )
+    return (*pending, *on)
 
 
 def _lever(
     plan: Plan,
     total: int,
     per_gpu_total: PlanTotal,
+    per_token: float,
+    token_seconds: PlanSeconds,
     name: str,
     cost: str,
     applied: bool,
     update: dict[str, Any],
 ) -> Lever | None:
     """The lever, or None when the plan with it pulled breaks a rule of the plan or its
-    stack (a lever is never priced on a plan the user could not run)."""
+    stack (a lever is never priced on a plan the user could not run). `per_token` is this
+    plan's seconds per trained token."""
     if applied:
         return Lever(name=name, saves_bytes=0, cost=cost, applied=True)
     # model_copy skips validation (10 us a plan against 2 on this hot path): the updates are
@@ -51,17 +83,38 @@ def _lever(
     except ValueError:
         return None
     saves = max(0, total - per_gpu_total(pulled))
-    return Lever(name=name, saves_bytes=saves, cost=cost, applied=False)
+    # the time of this plan's tokens per step: a lever that shortens the sequences trains
+    # fewer tokens per step, and costs what training the same tokens costs
+    tokens = step_time(plan).tokens_per_step
+    change = (token_seconds(pulled) - per_token) * tokens
+    return Lever(
+        name=name,
+        saves_bytes=saves,
+        cost=cost,
+        applied=False,
+        seconds_change=change,
+        percent_change=100 * change / (per_token * tokens),
+    )
 
 
-def levers(plan: Plan, total: int, per_gpu_total: PlanTotal, trainable: int) -> tuple[Lever, ...]:
+def levers(
+    plan: Plan,
+    total: int,
+    per_gpu_total: PlanTotal,
+    trainable: int,
+    token_seconds: PlanSeconds = seconds_per_token,
+) -> tuple[Lever, ...]:
     """What to turn on next, what it saves for this plan (whose peak is `total`), what it
-    costs; each saving is `per_gpu_total` of the plan with that lever pulled. Levers the
-    plan's stack cannot pull are left out."""
+    costs; each saving is `per_gpu_total` of the plan with that lever pulled, each time cost
+    `token_seconds` of that plan against this one's, for this plan's tokens per step.
+    Levers the plan's stack cannot pull are left out."""
     stack = CAPABILITIES[plan.stack]
+    per_token = token_seconds(plan)
 
     def make(name: str, cost: str, applied: bool, **update: Any) -> Lever | None:
-        return _lever(plan, total, per_gpu_total, name, cost, applied, update)
+        return _lever(
+            plan, total, per_gpu_total, per_token, token_seconds, name, cost, applied, update
+        )
 
     b = plan.micro_batch
     half = max(1, b // 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,100 @@ class Lever(Frozen):
     cost: str
     applied: bool
     """Already on in the plan."""
+    seconds_change: float | None = None
+    """How much longer one optimizer step takes with the lever pulled, seconds (negative:
+    faster); None for a lever already on. The plan re-timed by `memtui.estimator.step_time`."""
+    percent_change: float | None = None
+    """The same as a percentage of this plan's step time."""
+
+    @property
+    def bytes_per_percent(self) -> float:
+        """Bytes saved per percent of step time lost: the "GB saved per % slower" order. A
+        lever that costs no time (or saves it) is infinitely efficient."""
+        if self.percent_change is None or self.percent_change <= 0:
+            return float("inf") if self.saves_bytes else 0.0
+        return self.saves_bytes / self.percent_change
+
+
+class StepPartKind(str, Enum):
+    """One part of a training step's time (`memtui.estimator.step_time`)."""
+
+    forward = "forward"
+    """Matmuls, attention and elementwise kernels of the forward passes (a reference model's
+    too)."""
+    backward = "backward"
+    recompute = "recompute"
+    """Activation checkpointing's extra forward work in backward."""
+    loss = "loss"
+    """The cross-entropy's elementwise passes over the logits."""
+    dequantization = "dequantization"
+    """QLoRA's NF4 weights expanded to 16 bits before each use."""
+    communication = "communication"
+    """Collectives of every micro-step not hidden behind compute (ZeRO-3/FSDP gathers and
+    reduce-scatters, tensor parallelism)."""
+    offload = "offload"
+    """Host-link copies of every micro-step not hidden behind compute."""
+    optimizer = "optimizer"
+    """The optimizer step (on the GPU, or on the CPU with its copies under offload)."""
+    step_communication = "step_communication"
+    """Collectives at the accumulation boundary not hidden behind the last backward."""
+
+    @property
+    def per_micro_step(self) -> bool:
+        return self not in (StepPartKind.optimizer, StepPartKind.step_communication)
+
+
+@dataclass(frozen=True)
+class StepPart:
+    """Seconds one part of the step takes per optimizer step, and where the figure comes
+    from."""
+
+    kind: StepPartKind
+    seconds: float
+    source: str
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """How long one step of the plan takes on its card (`memtui.estimator.step_time.
+    step_time`). A plain frozen dataclass: the lever list and the plan search build
+    hundreds."""
+
+    seconds: float
+    """One optimizer step (every micro-step of the accumulation, the optimizer, the
+    collectives at the boundary), seconds: the sum of `parts`."""
+    micro_step_seconds: float
+    """One micro-step's forward, backward and what comes with it, seconds."""
+    tokens_per_second_per_gpu: float
+    """Tokens trained per second per GPU (a tensor-parallel group shares its tokens)."""
+    mfu: float
+    """Model FLOPs utilisation: the trained model's forward and backward FLOPs per second
+    (no recompute; attention counted whole, PaLM's appendix B) over the card's dense peak."""
+    tokens_per_step: int
+    """Tokens the whole job trains per optimizer step."""
+    model_flops: float
+    """Per GPU per optimizer step: the trained model's forward and backward FLOPs."""
+    hardware_flops: float
+    """Per GPU per optimizer step: every FLOP executed (recompute, a reference's forward,
+    causal attention's skipped half left out)."""
+    peak_flops: float
+    """The card's dense peak for the plan's matmul dtype, FLOP/s."""
+    card: str
+    """The card whose figures were used."""
+    card_assumed: bool
+    """The plan's card named no preset: `card` is the nearest by compute capability."""
+    parts: tuple[StepPart, ...]
+    not_modelled: tuple[str, ...] = ()
+    """What the step does that the figure leaves out (the generation of online RL...)."""
+
+    def part(self, kind: StepPartKind) -> float:
+        """Seconds of part `kind` per optimizer step (0 when the plan has none)."""
+        return sum(p.seconds for p in self.parts if p.kind is kind)
+
+    def seconds_for_tokens(self, tokens: int) -> float:
+        """Seconds the whole job needs to train `tokens` tokens (whole steps: a partial last
+        step still runs)."""
+        return -(-tokens // self.tokens_per_step) * self.seconds
 
 
 class Communication(Frozen):
@@ -172,6 +267,8 @@ class Report(Frozen):
     """Largest micro-batch that fits with the plan's strategy."""
     assumptions: tuple[str, ...]
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
+    step_time: StepTime
+    """How long one step takes (`memtui.estimator.step_time`)."""
 
 
 class Provenance(Frozen):
