@@ -6,8 +6,12 @@ search without it finds."""
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 
 import pytest
+from reference_plans import ANALYSIS_13B_FLAGS
+from ui_helpers import screen_of, wait_for
 
 from memtui.estimator import (
     Checkpointing,
@@ -246,3 +250,151 @@ def test_tensor_parallelism_only_with_the_strategies_the_stack_composes_it_with(
     found = everything(base)
     assert found.ranked
     assert all(c.plan.tp == 1 or c.plan.strategy in runs for c in found.ranked)
+
+
+# -- `memtui plan --fastest`, `memtui export --fastest`, the dashboard's key --------------
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from memtui.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+SEED = ("--params", "13B", "--gpus", "4", "--gpu-memory", "80GB")
+"""The seed's job (the 13B analysis, docs/references.md): 13B full fine-tune, bf16 mixed
+AdamW (memtui's defaults), 4 x 80 GB on NVLink (the default link)."""
+
+
+def test_the_seed_plan_answers_full_sharding_with_per_block_wrapping(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The 13B analysis: "only full sharding (FSDP/ZeRO-3, 52 GB) leaves room ... So the answer
+    is FSDP with per-block wrapping". On its textbook step (the analysis's flags) and on
+    DeepSpeed's books, the fastest plan that fits shards everything, each alternative with
+    its step time."""
+    code, out, _ = run_cli(capsys, "plan", "--fastest", *ANALYSIS_13B_FLAGS)
+    assert code == 0
+    assert "fastest: fsdp (full sharding over 4 GPUs, per-block wrapping)" in out
+    names = {s.value for s in Strategy}
+    rows = [
+        row for line in out.splitlines() if (row := line.split())[1:2] and row[1] in names
+        and row[0].isdigit()
+    ]  # fmt: skip
+    assert [row[0] for row in rows] == ["1", "2", "3", "4", "5"]
+    assert all(float(row[10]) > 0 for row in rows)  # the s/step of each
+    code, out, _ = run_cli(capsys, "plan", "--fastest", *ANALYSIS_13B_FLAGS, "--json")
+    document = json.loads(out)
+    plans = document["plans"]
+    assert plans[0]["plan"]["strategy"] in {"fsdp", "zero3"}
+    seconds = [p["step_time"]["seconds"] for p in plans]
+    assert seconds == sorted(seconds) and seconds[0] > 0
+    for entry in plans:
+        budget = entry["budget"]
+        assert budget["verdict"] == "FITS"
+        assert budget["peak"] <= budget["band_top"] <= budget["capacity"]
+        assert entry["step_time"]["tokens_per_second_per_gpu"] > 0
+        assert {p["kind"] for p in entry["step_time"]["parts"]} >= {"forward", "optimizer"}
+    # DeepSpeed's own books, with the runtime's memory: ZeRO-3, nothing offloaded; CPU
+    # offload ("a last resort", the analysis) comes after it, slower
+    code, out, _ = run_cli(capsys, "plan", "--fastest", *SEED, "--stack", "deepspeed", "--json")
+    plans = json.loads(out)["plans"]
+    first = plans[0]["plan"]
+    assert (first["strategy"], first["offload"]) == ("zero3", "none")
+    offloaded = [p for p in plans if p["plan"]["offload"] != "none"]
+    assert offloaded and all(
+        p["step_time"]["seconds"] > plans[0]["step_time"]["seconds"] for p in offloaded
+    )
+
+
+def test_flags_given_are_kept_and_the_files_values_are_not(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run_cli(
+        capsys, "plan", "--fastest", *SEED, "--stack", "deepspeed", "--offload", "optimizer",
+        "--checkpointing", "none", "--json",
+    )  # fmt: skip
+    document = json.loads(out)
+    assert code == 0 and document["fixed"] == ["checkpointing", "offload"]
+    assert {(p["plan"]["offload"], p["plan"]["checkpointing"]) for p in document["plans"]} == {
+        ("optimizer", "none")
+    }
+    # a DeepSpeed config's ZeRO-2 is where the search starts, not a choice it keeps
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps({"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}))
+    code, out, _ = run_cli(capsys, "plan", "--fastest", *SEED, "--from", str(ds), "--json")
+    document = json.loads(out)
+    assert document["stack"] == "deepspeed" and document["fixed"] == []
+    assert document["plans"][0]["plan"]["strategy"] == "zero3"
+    assert document["plans"][0]["changes"]["strategy"] == "zero3"
+    # and `memtui export --fastest` writes the winner as the user's own file, edited
+    out_file = tmp_path / "ds-fastest.json"
+    code, out, _err = run_cli(
+        capsys, "export", "--fastest", *SEED, "--from", str(ds), "-o", str(out_file)
+    )
+    assert code == 0 and f"wrote {out_file}" in out
+    written = json.loads(out_file.read_text())
+    assert written["zero_optimization"]["stage"] == 3
+
+
+def test_an_export_of_the_winner_says_what_its_format_cannot_hold(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "ds.json"
+    code, _out, err = run_cli(
+        capsys, "export", "--fastest", *SEED, "--stack", "deepspeed", "--format", "deepspeed",
+        "-o", str(target),
+    )  # fmt: skip
+    assert code == 0 and json.loads(target.read_text())["zero_optimization"]["stage"] == 3
+    # a DeepSpeed config holds no checkpointing and no loss kernel: the Trainer's arguments do
+    assert "does not hold the fastest plan's" in err and "checkpointing full" in err
+    yaml = tmp_path / "axolotl.yaml"
+    code, _, err = run_cli(
+        capsys, "export", "--fastest", *SEED, "--stack", "deepspeed", "--format", "axolotl",
+        "-o", str(yaml),
+    )  # fmt: skip
+    assert code == 0 and "does not hold" not in err
+
+
+def test_plan_without_fastest_or_with_nothing_that_fits_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run_cli(capsys, "plan", *SEED)
+    assert code == 2 and "give --fastest" in err
+    code, _out, err = run_cli(
+        capsys, "plan", "--fastest", "--params", "70B", "--gpus", "1", "--gpu-memory", "24GB",
+        "--offload", "none", "--stack", "generic",
+    )  # fmt: skip
+    assert code == 1
+    assert "no plan fits with the top of the error band" in err and "offload" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+async def test_the_dashboards_key_searches_in_a_worker_and_enter_adopts_the_fastest() -> None:
+    from memtui.ui.app import make_app
+    from memtui.ui.fastest_screen import FastestScreen
+    from memtui.ui.widgets.fastest_table import FastestTable
+
+    plan = seed_13b(stack=StackName.deepspeed, strategy=Strategy.zero2)
+    app = make_app(plan, None, plan_only_reason="no GPU here (test)")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, FastestScreen))
+        shown = app.screen
+        assert isinstance(shown, FastestScreen)
+        assert shown.found.base == plan and shown.found.ranked
+        winner = shown.found.ranked[0].plan
+        table = shown.query_one(FastestTable)
+        assert table.view is not None and len(table.view.rows()) == len(shown.found.ranked)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert screen.plan == winner and screen.plan.strategy is Strategy.zero3
+        # escape keeps the plan
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, FastestScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert screen.plan == winner

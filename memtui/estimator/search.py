@@ -30,9 +30,9 @@ Pruning, none of which can drop the fastest plan that fits:
 - the static state of each (strategy, degree, offload, dtype) is memoised by the stacks
   (`Plan.state_key`), so the activation choices re-use it.
 
-The ranking is a parameter (`Timing`): the caller hands the step-time model, and the search
-sorts by its seconds per optimizer step (the global batch is the same for every candidate, so
-these are comparable), then by headroom.
+The ranking is a parameter (`Timing`; `STEP_TIME` is memtui's step-time model,
+`memtui.estimator.step_time`): the search sorts by its seconds per optimizer step (the global
+batch is the same for every candidate, so these are comparable), then by headroom.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from memtui.estimator.choices import Checkpointing, StateDtype
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.phases import phases
 from memtui.estimator.plan import Plan
+from memtui.estimator.report import StepTime
+from memtui.estimator.step_time import step_time
 from memtui.estimator.strategies import strategy_spec
 
 T = TypeVar("T")
@@ -71,6 +73,11 @@ class Timing(Generic[T]):
 
     of: Callable[[Plan], T]
     seconds: Callable[[T], float]
+
+
+STEP_TIME: Timing[StepTime] = Timing(of=step_time, seconds=lambda t: t.seconds)
+"""The step-time model (`memtui.estimator.step_time`): what `memtui plan --fastest` and the
+dashboard rank by."""
 
 
 @dataclass(frozen=True)
