@@ -16,6 +16,7 @@ from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan, Report
+    from memtui.estimator.report import StepTime, TokensTime
 
 
 def _gb(n: int) -> str:
@@ -28,10 +29,12 @@ def print_report(
     console: Console | None = None,
     gpu_assumption: str | None = None,
     why_stack: str = "",
+    tokens: TokensTime | None = None,
 ) -> None:
     """The report as rich tables; `gpu_assumption`: the GPU count the verdict rests on,
     assumed; `why_stack` is how the stack was chosen when the user named none
-    (`memtui.commands.default_stack`), said on the verdict line."""
+    (`memtui.commands.default_stack`), said on the verdict line; `tokens`: the time to
+    train a number of tokens (`--tokens`)."""
     console = console or Console()
     b, hw = report.budget, plan.hardware
     arch = plan.model.architecture
@@ -129,13 +132,14 @@ def print_report(
     for why, names in refused.items():
         console.print(f"n/a ({', '.join(names)}): {why}", markup=False)
 
-    levers = Table(title="Levers, in the order to pull them", title_justify="left")
-    for col in ("Lever", "Saves GB", "Cost", "State"):
-        levers.add_column(col, justify="right" if col == "Saves GB" else "left")
+    levers = Table(title="Levers", title_justify="left")
+    for col in ("Lever", "Saves GB", "Step time", "Cost", "State"):
+        levers.add_column(col, justify="right" if col in ("Saves GB", "Step time") else "left")
     for lever in report.levers:
         levers.add_row(
             lever.name,
             "-" if lever.applied else _gb(lever.saves_bytes),
+            lever.time_text,
             lever.cost,
             "on" if lever.applied else "pending",
         )
@@ -150,3 +154,45 @@ def print_report(
             else ""
         )
     )
+    _print_step_time(console, report.step_time, tokens)
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as the largest units that read well: 42.0 s, 3 min 12 s, 5 h 07 min, 2 d 3 h."""
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def _print_step_time(console: Console, step: StepTime, tokens: TokensTime | None) -> None:
+    assumed = " (assumed: nearest preset by compute capability)" if step.card_assumed else ""
+    console.print(
+        f"Step time on {step.card}{assumed}: {_duration(step.seconds)} per optimizer step, "
+        f"{_duration(step.micro_step_seconds)} per micro-step, "
+        f"{step.tokens_per_second_per_gpu:,.0f} tokens/s per GPU, MFU {100 * step.mfu:.1f}% "
+        f"of {step.peak_flops / 1e12:,.1f} TFLOPS dense",
+        highlight=False,
+    )
+    parts = Table(title="Step time by part (per optimizer step)", title_justify="left")
+    for col in ("Part", "Seconds", "Share", "Source"):
+        parts.add_column(col, justify="right" if col in ("Seconds", "Share") else "left")
+    for part in step.parts:
+        if part.seconds:
+            share = f"{100 * part.seconds / step.seconds:.1f}%"
+            parts.add_row(part.kind.value, f"{part.seconds:.3f}", share, part.source)
+    console.print(parts)
+    for note in step.not_modelled:
+        console.print(Text(f"not timed: {note}", style="dim"))
+    if tokens is not None:
+        console.print(
+            f"{format_count(tokens.tokens)} tokens: {tokens.steps:,} optimizer steps, "
+            f"about {_duration(tokens.seconds)}",
+            highlight=False,
+        )

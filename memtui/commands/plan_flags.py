@@ -51,7 +51,8 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _count(text: str) -> int:
+def count_argument(text: str) -> int:
+    """A count flag's value: 13B, 13e9, 2,000 (argparse's type)."""
     from memtui.estimator.units import parse_count
 
     try:
@@ -193,7 +194,7 @@ def _flag_options(name: str, field: FieldInfo, knob: Knob) -> dict[str, Any]:
         "metavar": knob.metavar,
     }
     parsers: dict[Entry, Callable[[str], Any]] = {
-        Entry.count: _count,
+        Entry.count: count_argument,
         Entry.size: _size,
         Entry.fraction: _fraction,
         Entry.probability: _probability,
@@ -234,7 +235,9 @@ def _add_model(group: _ArgumentGroup) -> None:
         help="config.json, model folder, cached repo id, catalog id, or a Hub repo id whose "
         f"config.json is fetched (default {DEFAULT_MODEL})",
     )
-    group.add_argument("--params", type=_count, help="a bare parameter count instead: 13B, 13e9")
+    group.add_argument(
+        "--params", type=count_argument, help="a bare parameter count instead: 13B, 13e9"
+    )
 
 
 def _add_gpu_memory(group: _ArgumentGroup) -> None:

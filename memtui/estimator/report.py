@@ -122,6 +122,13 @@ class Lever(Frozen):
     """The same as a percentage of this plan's step time."""
 
     @property
+    def time_text(self) -> str:
+        """The step-time change as shown on every surface: "+0.76 s (+28.4%)"; "-" when on."""
+        if self.seconds_change is None or self.percent_change is None:
+            return "-"
+        return f"{self.seconds_change:+.2f} s ({self.percent_change:+.1f}%)"
+
+    @property
     def bytes_per_percent(self) -> float:
         """Bytes saved per percent of step time lost: the "GB saved per % slower" order. A
         lever that costs no time (or saves it) is infinitely efficient."""
@@ -131,7 +138,8 @@ class Lever(Frozen):
 
 
 class StepPartKind(str, Enum):
-    """One part of a training step's time (`memtui.estimator.step_time`)."""
+    """One part of a training step's time (`memtui.estimator.step_time`): every part runs
+    once per micro-step but the optimizer and step_communication, once per optimizer step."""
 
     forward = "forward"
     """Matmuls, attention and elementwise kernels of the forward passes (a reference model's
@@ -152,10 +160,6 @@ class StepPartKind(str, Enum):
     """The optimizer step (on the GPU, or on the CPU with its copies under offload)."""
     step_communication = "step_communication"
     """Collectives at the accumulation boundary not hidden behind the last backward."""
-
-    @property
-    def per_micro_step(self) -> bool:
-        return self not in (StepPartKind.optimizer, StepPartKind.step_communication)
 
 
 @dataclass(frozen=True)
@@ -205,10 +209,13 @@ class StepTime:
         """Seconds of part `kind` per optimizer step (0 when the plan has none)."""
         return sum(p.seconds for p in self.parts if p.kind is kind)
 
+    def steps_for_tokens(self, tokens: int) -> int:
+        """Optimizer steps that train `tokens` tokens (a partial last step still runs)."""
+        return -(-tokens // self.tokens_per_step)
+
     def seconds_for_tokens(self, tokens: int) -> float:
-        """Seconds the whole job needs to train `tokens` tokens (whole steps: a partial last
-        step still runs)."""
-        return -(-tokens // self.tokens_per_step) * self.seconds
+        """Seconds the whole job needs to train `tokens` tokens, in whole steps."""
+        return self.steps_for_tokens(tokens) * self.seconds
 
 
 class Communication(Frozen):
@@ -269,6 +276,24 @@ class Report(Frozen):
     """Things the estimate had to assume (for example a shape for a bare parameter count)."""
     step_time: StepTime
     """How long one step takes (`memtui.estimator.step_time`)."""
+
+
+class TokensTime(Frozen):
+    """How long training a number of tokens takes with the plan (`memtui estimate
+    --tokens`)."""
+
+    tokens: int
+    steps: int
+    """Optimizer steps that train them (the last one whole)."""
+    seconds: float
+
+    @classmethod
+    def of(cls, step: StepTime, tokens: int) -> TokensTime:
+        return cls(
+            tokens=tokens,
+            steps=step.steps_for_tokens(tokens),
+            seconds=step.seconds_for_tokens(tokens),
+        )
 
 
 class Provenance(Frozen):
@@ -335,6 +360,11 @@ class EstimateDocument(Frozen):
     stack_choice: str = ""
     """How the stack was chosen when the user named none (empty: named by a flag or the
     job's files)."""
+    step_time: StepTime | None = None
+    """How long one step takes: `seconds` (per optimizer step), `micro_step_seconds`,
+    `tokens_per_second_per_gpu`, `mfu`, the FLOPs, and each part with its source."""
+    time_for_tokens: TokensTime | None = None
+    """With --tokens N: the steps and seconds that train N tokens."""
 
     @classmethod
     def of(
@@ -379,6 +409,7 @@ class EstimateDocument(Frozen):
             ignored=ignored,
             verdict=budget.verdict,
             band=budget.band,
+            step_time=report.step_time,
             versions={
                 package.value: VersionLine(version=version, source=source)
                 for package, version, source in plan.versions.assumed()

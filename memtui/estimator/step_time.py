@@ -8,6 +8,7 @@ Public API (stable; fields are only ever added):
 - `seconds_per_token(plan) -> float`: seconds per token the whole job trains, the figure
   the lever list compares (a lever that halves the sequence also halves the tokens of a
   step).
+- `matmul_seconds(m, k, n, width, flops, bandwidth) -> float`: the roofline of one matmul.
 
 `StepTime`, `StepPart` and `StepPartKind` live in `memtui.estimator.report` (the Report
 carries one) and are re-exported here.
@@ -58,7 +59,7 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 
 from __future__ import annotations
 
-from memtui.estimator.architecture import Architecture, LinearLayer
+from memtui.estimator.architecture import Architecture, LinearLayer, Role
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -70,7 +71,7 @@ from memtui.estimator.choices import (
 )
 from memtui.estimator.communication import payloads, tensor_parallel_volume, volume
 from memtui.estimator.hardware import GpuPreset, card_of
-from memtui.estimator.memo import BoundedCache
+from memtui.estimator.memo import BoundedCache, memoised
 from memtui.estimator.objectives import keeps_reference, spec_of, trained_shape
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
@@ -78,7 +79,14 @@ from memtui.estimator.report import StepPart, StepPartKind, StepTime
 from memtui.estimator.state import nf4_bits_per_param, parameters_of, trainable_tensors
 from memtui.estimator.strategies import strategy_spec
 
-__all__ = ["StepPart", "StepPartKind", "StepTime", "seconds_per_token", "step_time"]
+__all__ = [
+    "StepPart",
+    "StepPartKind",
+    "StepTime",
+    "matmul_seconds",
+    "seconds_per_token",
+    "step_time",
+]
 
 # FlashAttention-2's share of the dense peak: "50-73% of the theoretical maximum FLOPs/s on
 # A100" (Dao 2023, abstract; the low end: backward is the slower pass), and "only 35%
@@ -108,8 +116,10 @@ ELEMENTWISE_BACKWARD_RATIO = 2
 """An elementwise op's backward reads the output's gradient and its saved inputs and writes
 the input's gradient: about twice its forward's bytes."""
 # PEFT tuners/lora/layer.py Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling:
-# the scale (2 w) and the add (3 w) on every output element
+# the scale (2 w) and the add (3 w) on every output element; backward, the add passes its
+# gradient through and the scale's backward multiplies it (2 w)
 LORA_OUTPUT_PASSES = 5
+LORA_OUTPUT_BACKWARD_PASSES = 2
 # Eager attention's softmax over the s x s scores (modeling_llama.py eager_attention_forward):
 # softmax in fp32 (read w, write 4 B), read 4 B, cast back (write w), plus the scores written
 # by QK^T and the probabilities read by AV (counted in their matmuls): 14 B per score in bf16
@@ -142,26 +152,35 @@ def step_time(plan: Plan) -> StepTime:
 
 
 class _Card:
-    """The figures one estimate reads of the plan's card."""
+    """The figures one estimate reads of the plan's card (`_card` memoises them)."""
 
     __slots__ = ("assumed", "bandwidth", "flash", "matmul_peak", "peak", "preset")
 
-    def __init__(self, plan: Plan) -> None:
-        hw = plan.hardware
-        preset, assumed = card_of(hw.gpu_name, hw.compute_capability, hw.gpu_memory)
+    def __init__(self, name: str, capability: float, memory: int, precision: Precision) -> None:
+        preset, assumed = card_of(name, capability, memory)
         self.preset: GpuPreset = preset
         self.assumed = assumed
-        self.peak = _peak(preset, plan.precision)
+        self.peak = _peak(preset, precision)
         self.matmul_peak = self.peak * preset.matmul_ceiling
         self.bandwidth = preset.memory_bandwidth
         hopper = preset.compute_capability >= 9.0
         self.flash = self.peak * (FLASH_EFFICIENCY_HOPPER if hopper else FLASH_EFFICIENCY_AMPERE)
 
     def gemm(self, m: float, k: float, n: float, width: int) -> float:
-        """Seconds of one m x k by k x n matmul: the roofline of its FLOPs and its bytes."""
-        return max(
-            2 * m * k * n / self.matmul_peak, width * (m * k + k * n + m * n) / self.bandwidth
-        )
+        return matmul_seconds(m, k, n, width, self.matmul_peak, self.bandwidth)
+
+
+def matmul_seconds(
+    m: float, k: float, n: float, width: int, flops: float, bandwidth: float
+) -> float:
+    """Seconds of one (m x k) @ (k x n) matmul of `width`-byte elements on a card that runs
+    `flops` FLOP/s and moves `bandwidth` bytes/s: the roofline (Williams et al. 2009), the
+    larger of its 2 m k n FLOPs' time and its bytes' (both operands read, the output
+    written)."""
+    return max(2 * m * k * n / flops, width * (m * k + k * n + m * n) / bandwidth)
+
+
+_card = memoised(_Card)
 
 
 def _peak(preset: GpuPreset, precision: Precision) -> float:
@@ -182,7 +201,8 @@ def _active_tokens(arch: Architecture, lin: LinearLayer, tokens: float) -> float
 
 def _step_time(plan: Plan) -> StepTime:
     arch = plan.model.architecture
-    card = _Card(plan)
+    hw = plan.hardware
+    card: _Card = _card(hw.gpu_name, hw.compute_capability, hw.gpu_memory, plan.precision)
     t = plan.tp
     w = plan.precision.activation_bytes
     wb = plan.precision.weight_bytes
@@ -191,34 +211,17 @@ def _step_time(plan: Plan) -> StepTime:
     scale = plan.model.parameters / arch.parameter_count  # a bare count's assumed shape
     full = plan.method is Method.full
     adapted = (
-        {lin.role for lin in arch.lora_layers(plan.lora_targets)}
+        _adapted(arch, plan.lora_targets)
         if not full and plan.lora_fraction is None
-        else set()
+        else frozenset()
     )
     spec = spec_of(plan)
     notes: list[str] = []
 
-    # --- matmuls of the decoder layers: (forward seconds, backward seconds, FLOPs fwd, bwd)
-    fwd = bwd = flops_f = flops_b = 0.0
-    lora_fwd = lora_bwd = lora_flops = 0.0
-    r = plan.lora_rank
-    for lin in arch.linear_layers:
-        m = _active_tokens(arch, lin, tokens)
-        d_out = lin.d_out / t
-        once = card.gemm(m, lin.d_in, d_out, wb) * lin.count
-        flops = 2 * m * lin.d_in * d_out * lin.count
-        fwd += once
-        flops_f += flops
-        # the input's gradient always (earlier layers need it), the weight's when it trains
-        grads = 2 if full else 1
-        bwd += grads * once
-        flops_b += grads * flops
-        if lin.role in adapted:
-            a = card.gemm(m, lin.d_in, r, wb) + card.gemm(m, r, d_out, wb)
-            out = LORA_OUTPUT_PASSES * w * m * d_out / card.bandwidth
-            lora_fwd += (a + out) * lin.count
-            lora_bwd += (2 * a + ELEMENTWISE_BACKWARD_RATIO * out) * lin.count
-            lora_flops += 2 * m * r * (lin.d_in + d_out) * lin.count
+    # --- matmuls of the decoder layers
+    fwd, bwd, flops_f, flops_b, lora_fwd, lora_bwd, lora_flops = _matmuls(
+        arch, tokens, t, wb, w, card, full, adapted, plan.lora_rank
+    )
     if plan.lora_fraction is not None and not full:
         # adapters given as a share of a bare count: 2 T A forward, twice that backward
         adapters = plan.model.parameters * plan.lora_fraction / t
@@ -227,35 +230,11 @@ def _step_time(plan: Plan) -> StepTime:
         lora_flops = 2 * tokens * adapters
     fwd, bwd, flops_f, flops_b = (x * scale for x in (fwd, bwd, flops_f, flops_b))
 
-    # --- attention's s^2 term, per layer
-    heads = arch.num_heads / t
-    attn_full = 2 * tokens * seq * heads * (arch.dim_head + arch.v_dim) * arch.num_layers
-    if plan.attention is Attention.flash:
-        attn_f = 0.5 * attn_full / card.flash  # causal: the masked half of the tiles skipped
-        attn_b = FLASH_BACKWARD_RATIO * attn_f
-        attn_hw = 0.5 * attn_full * (1 + FLASH_BACKWARD_RATIO)
-    else:
-        pairs = rows * heads * arch.num_layers
-        scores = pairs * seq * seq
-        qk = card.gemm(seq, arch.dim_head, seq, w) + card.gemm(seq, seq, arch.v_dim, w)
-        softmax = EAGER_SOFTMAX_BYTES * (w / 2) * scores / card.bandwidth
-        attn_f = pairs * qk + softmax
-        attn_b = 2 * pairs * qk + ELEMENTWISE_BACKWARD_RATIO * softmax
-        attn_hw = 3 * attn_full
-    attn_model = 3 * attn_full  # forward and twice for backward, whole (PaLM appendix B)
-
-    # --- elementwise kernels of the layers, memory-bound
-    moe = arch.moe_layer_count
-    dense = arch.num_layers - moe
-    mlp_width = dense * arch.intermediate_size + moe * (
-        arch.expert_width * arch.experts_per_token + arch.shared_expert_intermediate_size
+    # --- attention's s^2 term and the elementwise kernels
+    attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f = _layers(
+        arch, seq, rows, t, w, card, plan.attention
     )
-    act = GATED_ACT_PASSES if arch.mlp_kind == "gated" else PLAIN_ACT_PASSES
-    per_token = (
-        (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
-        + (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0)
-    ) * arch.num_layers + act * mlp_width
-    elem_f = w * per_token * tokens / t / card.bandwidth
+    attn_model = 3 * attn_full  # forward and twice for backward, whole (PaLM appendix B)
     elem_b = ELEMENTWISE_BACKWARD_RATIO * elem_f
 
     # --- the output layer and the loss
@@ -279,17 +258,17 @@ def _step_time(plan: Plan) -> StepTime:
     # --- recompute
     if plan.checkpointing is Checkpointing.full:
         recompute = layers_f
-        hardware_flops += flops_f + lora_flops + 0.5 * attn_full
+        hardware_flops += flops_f + lora_flops + attn_run
     elif plan.checkpointing is Checkpointing.selective:
         recompute = attn_f
-        hardware_flops += 0.5 * attn_full
+        hardware_flops += attn_run
     else:
         recompute = 0.0
 
     # --- a reference model's forward (no backward)
     if keeps_reference(plan):
         forward += fwd + attn_f + elem_f + head_f
-        hardware_flops += flops_f + head_flops_f + 0.5 * attn_full
+        hardware_flops += flops_f + head_flops_f + attn_run
     if spec.online:
         notes.append("generating the completions (the rollout) is not timed")
     if spec.value_model or spec.reward_model:
@@ -334,7 +313,7 @@ def _step_time(plan: Plan) -> StepTime:
         StepPart(StepPartKind.step_communication, boundary, _BOUNDARY),
     )
     seconds = sum(p.seconds for p in parts)
-    micro = sum(p.seconds for p in parts if p.kind.per_micro_step) / ga
+    micro = (seconds - optimizer - boundary) / ga  # the parts of every micro-step
     per_step = tokens * ga * plan.data_parallel
     return StepTime(
         seconds=seconds,
@@ -350,6 +329,89 @@ def _step_time(plan: Plan) -> StepTime:
         parts=parts,
         not_modelled=tuple(notes),
     )
+
+
+@memoised
+def _adapted(arch: Architecture, targets: tuple[str, ...]) -> frozenset[Role]:
+    """The roles of the linears PEFT adapts for `targets`."""
+    return frozenset(lin.role for lin in arch.lora_layers(targets))
+
+
+@memoised
+def _matmuls(
+    arch: Architecture,
+    tokens: int,
+    t: int,
+    wb: int,
+    w: int,
+    card: _Card,
+    full: bool,
+    adapted: frozenset[Role],
+    r: int,
+) -> tuple[float, float, float, float, float, float, float]:
+    """The decoder layers' linears for one micro-step of `tokens` tokens on one GPU of a
+    tensor-parallel group of `t`: (forward seconds, backward seconds, forward FLOPs, backward
+    FLOPs, the adapters' forward seconds, backward seconds and forward FLOPs)."""
+    fwd = bwd = flops_f = flops_b = 0.0
+    lora_fwd = lora_bwd = lora_flops = 0.0
+    # the input's gradient always (earlier layers need it), the weight's when it trains
+    grads = 2 if full else 1
+    for lin in arch.linear_layers:
+        m = _active_tokens(arch, lin, tokens)
+        d_out = lin.d_out / t
+        once = card.gemm(m, lin.d_in, d_out, wb) * lin.count
+        flops = 2 * m * lin.d_in * d_out * lin.count
+        fwd += once
+        flops_f += flops
+        bwd += grads * once
+        flops_b += grads * flops
+        if lin.role in adapted:
+            a = card.gemm(m, lin.d_in, r, wb) + card.gemm(m, r, d_out, wb)
+            out = w * m * d_out / card.bandwidth
+            lora_fwd += (a + LORA_OUTPUT_PASSES * out) * lin.count
+            lora_bwd += (2 * a + LORA_OUTPUT_BACKWARD_PASSES * out) * lin.count
+            lora_flops += 2 * m * r * (lin.d_in + d_out) * lin.count
+    return fwd, bwd, flops_f, flops_b, lora_fwd, lora_bwd, lora_flops
+
+
+@memoised
+def _layers(
+    arch: Architecture, seq: int, rows: int, t: int, w: int, card: _Card, attention: Attention
+) -> tuple[float, float, float, float, float, float]:
+    """Attention's s^2 term and the elementwise kernels of one micro-step of `rows`
+    sequences of `seq` tokens: (attention forward seconds, backward seconds, forward FLOPs
+    executed, all FLOPs executed, forward FLOPs counted whole, elementwise forward
+    seconds)."""
+    tokens = seq * rows
+    heads = arch.num_heads / t
+    attn_full = 2 * tokens * seq * heads * (arch.dim_head + arch.v_dim) * arch.num_layers
+    if attention is Attention.flash:
+        attn_run = 0.5 * attn_full  # causal: the masked half of the tiles skipped
+        attn_f = attn_run / card.flash
+        attn_b = FLASH_BACKWARD_RATIO * attn_f
+        attn_hw = attn_run * (1 + FLASH_BACKWARD_RATIO)
+    else:
+        attn_run = attn_full
+        pairs = rows * heads * arch.num_layers
+        scores = pairs * seq * seq
+        qk = card.gemm(seq, arch.dim_head, seq, w) + card.gemm(seq, seq, arch.v_dim, w)
+        softmax = EAGER_SOFTMAX_BYTES * (w / 2) * scores / card.bandwidth
+        attn_f = pairs * qk + softmax
+        attn_b = 2 * pairs * qk + ELEMENTWISE_BACKWARD_RATIO * softmax
+        attn_hw = 3 * attn_full
+    # elementwise kernels, memory-bound
+    moe = arch.moe_layer_count
+    dense = arch.num_layers - moe
+    mlp_width = dense * arch.intermediate_size + moe * (
+        arch.expert_width * arch.experts_per_token + arch.shared_expert_intermediate_size
+    )
+    act = GATED_ACT_PASSES if arch.mlp_kind == "gated" else PLAIN_ACT_PASSES
+    per_token = (
+        (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
+        + (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0)
+    ) * arch.num_layers + act * mlp_width
+    elem_f = w * per_token * tokens / t / card.bandwidth
+    return attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f
 
 
 def _hidden(seconds: float, window: float, units: int) -> float:

@@ -1,4 +1,5 @@
-"""The lever list: what each lever would save for this plan, what it costs, on or pending.
+"""The lever list: what each lever would save for this plan, how much longer a step takes with
+it, what it costs, on or pending.
 
 Levers come from the estimator in the order to pull them (docs/architecture.md, "Where each formula
 lives").
@@ -40,13 +41,18 @@ class LeverList(ViewWidget):
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
         table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
+        table.add_column("Step time", justify="right", no_wrap=True)
         if not view.narrow:
             table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
         on = self.get_component_rich_style("lever-list--on")
         pending = self.get_component_rich_style("lever-list--pending")
         for lever in view.levers:
             # "on" in place of the saving: a lever already pulled saves nothing more
-            cells = [lever.name, "on" if lever.applied else num(lever.saves_bytes, view.unit)]
+            cells = [
+                lever.name,
+                "on" if lever.applied else num(lever.saves_bytes, view.unit),
+                lever.time_text,
+            ]
             if not view.narrow:
                 cells.append(lever.cost)
             table.add_row(*cells, style=on if lever.applied else pending)
