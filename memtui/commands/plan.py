@@ -127,10 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _entry(candidate: Candidate[StepTime], base: Plan, rank: int) -> dict[str, Any]:
-    from pydantic import TypeAdapter
-
     from memtui.estimator import estimate
-    from memtui.estimator.report import EstimateDocument, StepTime
+    from memtui.estimator.report import EstimateDocument
 
     document = EstimateDocument.of(candidate.plan, estimate(candidate.plan))
     return {
@@ -146,7 +144,8 @@ def _entry(candidate: Candidate[StepTime], base: Plan, rank: int) -> dict[str, A
             "verdict": document.verdict.value,
             "peak_phase": document.peak_phase,
         },
-        "step_time": TypeAdapter(StepTime).dump_python(candidate.timing, mode="json"),
+        # as `memtui estimate --json` writes it
+        "step_time": document.model_dump(mode="json", include={"step_time"})["step_time"],
     }
 
 
