@@ -134,13 +134,14 @@ def strategy_words(plan: Plan) -> str:
     computed and the prefetched one gathered)."""
     spec = strategy_spec(plan.strategy)
     n = spec.shard_count(plan)
+    gpus = f"{n} GPU" + ("s" if n > 1 else "")
     if spec.shards_weights:
-        where = f"inside each node ({n} GPUs)" if spec.hybrid else f"over {n} GPUs"
+        where = f"inside each node ({gpus})" if spec.hybrid else f"over {gpus}"
         how = f"full sharding {where}, per-block wrapping"
     elif spec.shards_gradients:
-        how = f"gradients and optimizer state sharded over {n} GPUs"
+        how = f"gradients and optimizer state sharded over {gpus}"
     elif spec.shards_optimizer:
-        how = f"optimizer state sharded over {n} GPUs"
+        how = f"optimizer state sharded over {gpus}"
     else:
         how = "every GPU a whole replica"
     tp = f", tensor parallel over {plan.tp} GPUs" if plan.tp > 1 else ""
