@@ -3,9 +3,11 @@
     python benchmarks/bench_estimator.py [--repeat N]
 
 Prints medians: one full plan evaluation (budget, every strategy, levers, communication, with
-and without the largest-micro-batch search), the search for every strategy, and
-`memtui estimate --json` as a whole process beside its floor (`python -c "import pydantic,
-rich.table"`) and, when DeepSpeed is installed, beside DeepSpeed's own estimator call.
+and without the largest-micro-batch search), the search for every strategy, the search for
+the fastest plan that fits (`memtui plan --fastest` on a 70B plan on 2 x 8 GPUs: how many
+plans it estimated, cold and warm), and `memtui estimate --json` as a whole process beside its
+floor (`python -c "import pydantic, rich.table"`) and, when DeepSpeed is installed, beside
+DeepSpeed's own estimator call.
 Figures, not assertions: the machines are shared, so compare the ratios of one run.
 """
 
@@ -36,6 +38,32 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 def process_seconds(argv: list[str], repeat: int) -> float:
     return median_seconds(lambda: subprocess.run(argv, check=True, capture_output=True), repeat)
+
+
+def fastest_search(repeat: int) -> None:
+    """`memtui plan --fastest`'s search for a 70B full fine-tune on 2 x 8 H100: cold (a model
+    never seen: no static state memoised) and warm, and how many plans it looked at."""
+    from memtui.estimator.plan import Hardware
+    from memtui.estimator.search import STEP_TIME, search
+
+    plan = Plan(
+        model=load_model("meta-llama/Meta-Llama-3-70B"),
+        hardware=Hardware(gpus_per_node=8, nodes=2),
+        micro_batch=2,
+        grad_accum=8,
+    )
+    copies = iter(
+        [plan.model_copy(update={"model": plan.model.model_copy(deep=True)}) for _ in range(repeat)]
+    )
+    cold = median_seconds(lambda: search(next(copies), STEP_TIME), repeat)
+    found = search(plan, STEP_TIME)
+    warm = median_seconds(lambda: search(plan, STEP_TIME), repeat)
+    print("\n## The fastest plan that fits (median of", repeat, "searches)")
+    print(
+        f"Llama-3-70B full, 2 x 8 H100, global batch {found.global_batch}: "
+        f"{found.estimated} plans estimated, {found.refused} refused, {found.fitting} fit; "
+        f"cold {cold * 1e3:.1f} ms, warm {warm * 1e3:.1f} ms (target: under 1 s)"
+    )
 
 
 def main() -> None:
@@ -88,6 +116,8 @@ def main() -> None:
         "targets: full plan evaluation < 1 ms; search for every strategy < 20 ms "
         "(cold and estimate() include the search)"
     )
+
+    fastest_search(max(3, args.repeat // 20))
 
     print("\n## Whole process (median of", args.process_repeat, "runs)")
     floor = process_seconds(

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memtui import __version__
-from memtui.commands import dashboard, estimate, export, measure, models, snapshot, watch
+from memtui.commands import dashboard, estimate, export, measure, models, plan, snapshot, watch
 from memtui.errors import UsageError
 
-SUBCOMMANDS = (estimate, export, measure, models, watch, snapshot, dashboard)
+SUBCOMMANDS = (estimate, plan, export, measure, models, watch, snapshot, dashboard)
 #: First tokens that keep argparse's top-level meaning; any other flag starts the dashboard.
 _TOP_LEVEL_FLAGS = {"-h", "--help", "--version"}
 #: A value that starts like a negative number (-7B, -1e3, -.5GB): argparse takes only plain

@@ -28,7 +28,11 @@ def test_fsdp1_runs_what_fsdp2_runs_under_its_own_name() -> None:
     one, two = CAPABILITIES[StackName.fsdp1], CAPABILITIES[StackName.fsdp2]
     # and ShardingStrategy.NO_SHARD besides (ddp), which fully_shard has no equivalent of
     assert one.strategies == (*two.strategies, Strategy.ddp)
-    assert replace(one, name=two.name, label=two.label, strategies=two.strategies) == two
+    # and no tensor parallelism: accelerate's ParallelismConfig composes it with FSDP2 only
+    assert one.tensor_parallel == () != two.tensor_parallel
+    same = replace(one, name=two.name, label=two.label, strategies=two.strategies,
+                   tensor_parallel=two.tensor_parallel)  # fmt: skip
+    assert same == two
     assert one.label == "FSDP1 (FullyShardedDataParallel)"
 
 

@@ -5,6 +5,7 @@
     memtui export --format deepspeed --stack deepspeed --strategy zero3 -o ds.json
     memtui export --format accelerate --from ds.json train.sh -o accelerate.yaml
     memtui export --format torchtune --plan plan.toml --micro-batch 2   (to stdout)
+    memtui export --fastest --from ds.json -o ds-fastest.json   (the fastest plan that fits)
 
 The plan is built as `memtui estimate` builds it (every plan flag, --from FILE..., and a saved
 --plan). When a --from file is a config of the format written (the format defaults to the
@@ -26,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memtui.commands.plan import add_search_arguments
 from memtui.commands.plan_flags import add_plan_arguments, plan_from_args
 from memtui.errors import UsageError
 from memtui.text import LINE, shown
@@ -59,6 +61,7 @@ def register(sub: Any) -> None:
         "--fresh", action="store_true", help="write a new config, not an edit of a --from one"
     )
     add_plan_arguments(parser)
+    add_search_arguments(parser)  # --fastest: the winner of `memtui plan --fastest`
     parser.set_defaults(run=run)
 
 
@@ -66,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
     from memtui.plans.formats import FORMATS, spoken
 
     plan = plan_from_args(args)
+    if args.fastest:
+        from memtui.commands.plan import fastest_plan
+
+        plan = fastest_plan(args, plan)
     origin = None if args.fresh else origin_of(args)
     if origin is None and args.format is None:
         raise UsageError(
@@ -95,6 +102,13 @@ def run(args: argparse.Namespace) -> int:
         inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
         written = write_new(target, text, args.force, inputs)
     print(f"wrote {shown(written, LINE)} ({fmt} config for the {plan.stack.value} stack)")
+    if args.fastest and not args.from_files:
+        from memtui.commands.plan import unwritten
+
+        missing = unwritten(args, plan, str(written))
+        if missing:  # the format has no key for them: the job sets them elsewhere
+            print(f"the {fmt} config does not hold the fastest plan's {', '.join(missing)}: "
+                  "set them where the job sets them", file=sys.stderr)  # fmt: skip
     return 0
 
 

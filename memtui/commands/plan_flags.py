@@ -443,3 +443,17 @@ def plan_and_import(
         return merged.plan, imported
     except (ValidationError, ModelConfigError, ValueError) as err:
         raise UsageError(one_line(err)) from None
+
+
+def given_fields(args: argparse.Namespace) -> frozenset[str]:
+    """The plan fields whose own flag the user gave (dotted for a section's): what a search
+    over plans keeps (`memtui plan --fastest`). A flag not given is None; values from --from
+    files and a --plan file are not given choices."""
+    from memtui.estimator.knobs import knobs
+    from memtui.estimator.plan import Plan
+
+    return frozenset(
+        name
+        for name, _, knob in knobs(Plan)
+        if knob.flag is not None and getattr(args, _dest(knob.flag), None) is not None
+    )

@@ -70,6 +70,13 @@ def max_micro_batch(plan: Plan, strategy: Strategy | None = None) -> int:
     return b
 
 
+def band_top(plan: Plan, peak: int) -> int:
+    """The largest true peak the error band of the plan's kind allows for a predicted `peak`
+    (the peak itself where no band is known): FITS only when it fits the card."""
+    band = band_for(plan.stack, plan.method)
+    return band.top(peak) if band is not None else peak
+
+
 def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     sources = {
         **stack_for(plan).sources(plan, t),
@@ -79,7 +86,7 @@ def _budget(plan: Plan, t: Breakdown, peak: PhasePeak) -> Budget:
     total = t.total
     peak_total = max(total, peak.gpu_bytes)
     band = band_for(plan.stack, plan.method)
-    top = band.top(peak_total) if band is not None else peak_total
+    top = band_top(plan, peak_total)
     if peak_total > capacity:
         verdict = Verdict.does_not_fit
     else:
@@ -132,7 +139,7 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
 
 def not_applicable(plan: Plan, strategy: Strategy) -> str | None:
     """Why `plan` cannot run with `strategy` (None when it can)."""
-    why = CAPABILITIES[plan.stack].why_not(strategy, plan.hardware.gpus)
+    why = CAPABILITIES[plan.stack].why_not(strategy, plan.hardware.gpus, plan.tp)
     if why is None and not offload_runs(plan.offload, strategy):
         return "parameter offload needs sharded parameters"
     return why

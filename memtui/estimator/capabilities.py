@@ -40,6 +40,8 @@ class PlanChoices(Protocol):
     def optimizer_in_backward(self) -> bool: ...
     @property
     def activation_offload(self) -> bool: ...
+    @property
+    def tp(self) -> int: ...
 
 
 def fsdp_shard_bytes(precision: Precision) -> int:
@@ -83,6 +85,9 @@ class StackCapabilities:
     """It can move checkpointed layer inputs to CPU RAM."""
     one_gpu_only: tuple[OneGpuOnly, ...] = ()
     """Strategies among `strategies` it runs on a single GPU only."""
+    tensor_parallel: tuple[Strategy, ...] = tuple(Strategy)
+    """The strategies it runs with a tensor-parallel degree above 1 (empty: no tensor
+    parallelism)."""
     loads_on_every_rank: bool = True
     """Every process reads the whole checkpoint into CPU RAM before the model is placed or
     sharded (False: once per node, then scattered); memtui/estimator/phases.py."""
@@ -97,19 +102,28 @@ class StackCapabilities:
     """Its SHARD_GRAD_OP strategy keeps the parameters sharded between steps (FSDP's), not
     whole as ZeRO-2's do; memtui/estimator/phases.py."""
 
-    def why_not(self, strategy: Strategy, gpus: int) -> str | None:
-        """Why this stack cannot run `strategy` on `gpus` GPUs; None when it can."""
+    def why_not(self, strategy: Strategy, gpus: int, tp: int = 1) -> str | None:
+        """Why this stack cannot run `strategy` on `gpus` GPUs with tensor-parallel degree
+        `tp`; None when it can."""
         for rule in self.one_gpu_only:
             if rule.strategy is strategy and gpus > 1:
                 return rule.why
-        if strategy in self.strategies:
-            return None
-        allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
-        return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
+        if strategy not in self.strategies:
+            allowed = ", ".join(s.value for s in Strategy if s in self.strategies)
+            return f"the {self.name.value} stack runs {allowed}, not {strategy.value}"
+        if tp > 1 and strategy not in self.tensor_parallel:
+            if not self.tensor_parallel:
+                return f"the {self.name.value} stack has no tensor parallelism: tp 1"
+            allowed = ", ".join(s.value for s in self.tensor_parallel)
+            return (
+                f"the {self.name.value} stack runs tensor parallelism with {allowed}, not "
+                f"{strategy.value}"
+            )
+        return None
 
     def check(self, plan: PlanChoices) -> None:
         """Raise ValueError (one line) when the stack cannot run the plan as given."""
-        why = self.why_not(plan.strategy, plan.hardware.gpus)
+        why = self.why_not(plan.strategy, plan.hardware.gpus, plan.tp)
         if why is not None:
             raise PlanError(why)
         name = self.name  # a Choice: formats as its value
@@ -142,6 +156,8 @@ class StackCapabilities:
         for rule in self.one_gpu_only:
             if rule.strategy is plan.strategy and gpus > 1:
                 changes["strategy"] = rule.instead
+        if plan.tp > 1 and changes.get("strategy", plan.strategy) not in self.tensor_parallel:
+            changes["tp"] = 1
         if plan.precision not in self.precisions:
             changes["precision"] = self.precisions[0]
         if plan.loss not in self.losses:
@@ -169,6 +185,9 @@ _FSDP2 = StackCapabilities(
     # fully_shard(reshard_after_forward=False) still shards every parameter at rest (FSDP1's
     # FlatParamHandle.shard() too)
     shard_grad_op_rests_sharded=True,
+    # accelerate's ParallelismConfig: tp over FSDP2's dp_shard (2D) or dp_replicate x
+    # dp_shard (HSDP, 3D) meshes
+    tensor_parallel=(Strategy.fsdp, Strategy.fsdp_shard_grad_op, Strategy.hsdp),
 )
 
 CAPABILITIES: dict[StackName, StackCapabilities] = {
@@ -187,6 +206,11 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             # offload layer inputs (activation_checkpointing_kwargs offload=True: save_on_cpu)
             offloads=(Offload.none,),
             optimizer_in_backward=False,
+            # accelerate 1.10+ parallelism_config.py ParallelismConfig: tensor parallelism
+            # composes with FSDP2's sharding, not with DDP's replicas (__post_init__ refuses
+            # dp_replicate_size > 1 with dp_shard_size 1); tp over every GPU, no data
+            # parallelism, is not sized as a Trainer plan
+            tensor_parallel=(),
         ),
         StackCapabilities(
             name=StackName.deepspeed,
@@ -199,6 +223,10 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             # offload_optimizer / offload_param (ZeRO-Offload, ZeRO-Infinity)
             offloads=(Offload.none, Offload.optimizer, Offload.params),
             optimizer_in_backward=False,
+            # AutoTP training (tensor_parallel.autotp_size): "only works with ZeRO stages 0,
+            # 1, and 2" (deepspeedai/DeepSpeed docs/_tutorials/autotp-training.md,
+            # Limitations; commit 7e1c059)
+            tensor_parallel=(Strategy.zero2, Strategy.zero1),
             loads_on_every_rank=False,  # zero.Init: once per node, scattered
             saves_by_module=True,  # _zero3_consolidated_16bit_state_dict: GatheredParameters
         ),
@@ -210,6 +238,9 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             name=StackName.fsdp1,
             label="FSDP1 (FullyShardedDataParallel)",
             strategies=(*_FSDP2.strategies, Strategy.ddp),
+            # ParallelismConfig._validate_accelerator: FSDP version 2 (or plain multi-GPU)
+            # only
+            tensor_parallel=(),
         ),
         StackCapabilities(
             name=StackName.torchtune,
@@ -230,6 +261,9 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
                 ),
             ),
             loads_on_every_rank=False,  # the distributed recipes load once per node, scatter
+            # tensor_parallel_dim: recipes/full_finetune_distributed.py, TP inside FSDP2's
+            # data-parallel shards (torchtune 0.6+)
+            tensor_parallel=(Strategy.fsdp,),
         ),
         StackCapabilities(
             name=StackName.litgpt,
@@ -241,6 +275,7 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             offloads=(Offload.none, Offload.params),  # FSDPStrategy(cpu_offload=True)
             optimizer_in_backward=False,
             activation_offload=False,
+            tensor_parallel=(),  # litgpt/finetune/*.py: FSDPStrategy or DDP, no tensor parallelism
         ),
     )
 }

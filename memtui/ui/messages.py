@@ -52,6 +52,7 @@ class Work(Enum):
     ATTACH = "Attach"
     EXPORT = "Export"
     SAVE = "Save"
+    FASTEST = "Fastest plan"
 
 
 class WorkFailed(Message):

@@ -34,6 +34,7 @@ from memtui.telemetry import (
 )
 from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.budgets import GIVEN, BudgetFrom, BudgetSource, JobBudget
+from memtui.ui.fastest_screen import FastestFound, FastestScreen, find_fastest
 from memtui.ui.fit import fit_plan
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import (
@@ -130,6 +131,8 @@ class DashboardScreen(Screen[None]):
                 tooltip="write the plan as its stack's config (DeepSpeed, accelerate...)"),
         Binding("b", "promote_budget", "To budget", id="promote", show=False,
                 tooltip="make the what-if plan the job's budget (what the GPU bars judge)"),
+        Binding("x", "fastest", "Fastest", id="fastest", show=False,
+                tooltip="the fastest plan that fits: search, then enter adopts it"),
     ]  # fmt: skip
 
     # repaint=False throughout: the screen draws none of these itself (its widgets do, from
@@ -394,6 +397,22 @@ class DashboardScreen(Screen[None]):
             return
         self.run_worker(partial(write_export, self.post_message, export, self.save_path.parent),
                         thread=True, group="export")  # fmt: skip
+
+    def action_fastest(self) -> None:
+        """`b`: the fastest plans that fit, searched in a thread worker (FastestFound)."""
+        self.run_worker(partial(find_fastest, self.post_message, self.plan),
+                        thread=True, exclusive=True, group="fastest")  # fmt: skip
+
+    @on(FastestFound)
+    def _on_fastest_found(self, message: FastestFound) -> None:
+        if message.found.base != self.plan:
+            return  # the plan moved while the search ran: its answer is for another plan
+
+        def chosen(plan: Plan | None) -> None:
+            if plan is not None:
+                self._adopt(plan)
+
+        self.app.push_screen(FastestScreen(message.found, self.unit), chosen)
 
     def action_save_plan(self) -> None:
         self.run_worker(partial(write_plan, self.post_message, self.plan, self.save_path),
