@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.screen import Screen
 
 from memtui.estimator import ModelSpec, Plan, Report, estimate
 from memtui.telemetry import (
@@ -51,6 +50,7 @@ from memtui.ui.messages import (
     TelemetryArrived,
     WorkFailed,
 )
+from memtui.ui.monitor_screen import MonitorScreen
 from memtui.ui.plan_edits import PlanEditError, step, with_model
 from memtui.ui.poller import Poller
 from memtui.ui.units import UNITS
@@ -58,6 +58,7 @@ from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
 from memtui.ui.widgets.footer import KeyFooter
 from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
 from memtui.ui.widgets.lever_list import LeverList, LeverView
+from memtui.ui.widgets.oom_line import OomLine
 from memtui.ui.widgets.process_table import ProcessTable, ProcessView
 from memtui.ui.widgets.settings_panel import SettingsPanel
 from memtui.ui.widgets.status_line import StatusLine, StatusView
@@ -83,7 +84,7 @@ def _step(key: str, direction: int = 1) -> str:
     return f"step('{key}', {direction})"
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(MonitorScreen):
     """Settings, GPU bars, strategies, levers, communication, processes, status."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -196,6 +197,7 @@ class DashboardScreen(Screen[None]):
                 yield SettingsPanel(id="settings")
                 yield StrategyTable(id="strategies")
             with VerticalScroll(id="main", can_focus=False):
+                yield OomLine(id="oom")
                 yield GpuPanel(id="gpus", rows=devices)
                 yield StrategyTable(id="strategies-narrow")
                 # during a run, which process it is matters most after the GPUs: the list
@@ -304,6 +306,7 @@ class DashboardScreen(Screen[None]):
             plan_only_reason=self.plan_only_reason,
             note=self._note or self.jobs.line,
         )
+        self._push_monitor(self.snapshot, self.unit, self.alerts.log)
 
     # -- keys ----------------------------------------------------------------------
 
@@ -446,6 +449,7 @@ class DashboardScreen(Screen[None]):
         if self.poller is not None and self.poller.gives_up(snapshot):
             self.poller.stop()  # e.g. a replay that ended: keep its last frame on screen
         self.history.record(snapshot)
+        self.trends.record(snapshot)
         self.snapshot = snapshot
 
     def _fitted_plan(self, snapshot: ClusterSnapshot) -> Plan | None:

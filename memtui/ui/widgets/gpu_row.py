@@ -2,9 +2,10 @@
 
 Wide layout, two lines (the plan's own row shows budget/capacity beside its bar):
     GPU 0 ▲ ███████████████████████│█████████··········· 64.4/46.1 GB
-            OVER BUDGET  cap 85.5  head 20.6  peak 64.4 GB      ▆▆▆▆
-Narrow layout (the screen's `-narrow` class), one line:
-    0   ▲ ████████████████████████│█████████··········· 64.4/46.1 GB OVER
+            OVER BUDGET  cap 85.5  head 20.6  peak 64.4 GB  util 93% 67°C 412/700 W  ▆▆▆▆
+Narrow layout (the screen's `-narrow` class), one line, utilisation beside the figures:
+    0   ▲ ███████████████████████│█████████··········· 64.4/46.1 GB  93% OVER
+A reading the GPU does not give is left out of the row (the detail view says "n/a").
 Every row on cards of one size has a bar of the same width, so the budget's mark lines up.
 Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`) and the
 terms' theme variables, resolved once by the panel and handed down in `RowData.styles` (a
@@ -141,6 +142,8 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
     head.append(mark + " ", style(mark_style))
     tail = Text(_figures(data, used, scale, unit))
     if narrow:
+        util = device.utilization_gpu if device is not None and not device.lost else None
+        tail.append(" " + (f"{util}%" if util is not None else "").rjust(4))
         # used/budget, the status word padded to the longest, then a device's error (cropped)
         tail.append(" ")
         tail.append_text(_word(data, style))
@@ -210,5 +213,23 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
         f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
         f"  peak {num(data.peak, unit)} {unit}  "
     )
+    readings = readings_text(device)
+    if readings:
+        text.append(readings + "  ")
     text.append(sparkline(data.history, scale, SPARK_WIDTH), style("dim"))
     return text
+
+
+def readings_text(device: DeviceSnapshot) -> str:
+    """Utilisation, temperature and power as a row shows them ("util 93% 67°C 412/700 W"),
+    each left out when the GPU does not give it."""
+    parts = []
+    if device.utilization_gpu is not None:
+        parts.append(f"util {device.utilization_gpu}%")
+    if device.temperature_c is not None:
+        parts.append(f"{device.temperature_c}°C")
+    if device.power_mw is not None:
+        limit = device.power_limit_mw
+        watts = f"{device.power_mw / 1000:.0f}"
+        parts.append(f"{watts}/{limit / 1000:.0f} W" if limit else f"{watts} W")
+    return " ".join(parts)
