@@ -99,9 +99,7 @@ def test_a_transient_sensor_error_is_na_for_that_poll_only(
     assert source.poll().devices[0].temperature_c == 67
 
 
-def test_a_gpu_lost_on_a_sensor_is_lost(
-    fake_nvml_in_process: FakeNvml, source: NvmlSource
-) -> None:
+def test_a_gpu_lost_on_a_sensor_is_lost(fake_nvml_in_process: FakeNvml, source: NvmlSource) -> None:
     fake_nvml_in_process.write({"gpus": [_sensed()], "errors": {"nvmlDeviceGetPowerUsage": 15}})
     d = source.poll().devices[0]
     assert d.lost and "lost" in (d.error or "")
