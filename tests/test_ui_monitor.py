@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.binding import Binding
 from ui_helpers import FROZEN_NOW, llama_plan, screen_of, text_of, wait_for, write_trace
 
 from memtui.telemetry import DeviceSnapshot, NodeSnapshot, ProcessSnapshot, ReplaySource
@@ -88,20 +89,20 @@ async def test_sort_reverse_filter_and_the_header_that_stays(tmp_path: Path) -> 
         assert table.sort is SortColumn.MEMORY
         lines = _table_lines(app)
         assert "GB↓" in lines[0] and " 6 " in f" {lines[1].split()[1]} "  # the largest: pid 6
-        await pilot.press("R")
+        await pilot.press("I")
         lines = _table_lines(app)
         assert "GB↑" in lines[0] and lines[1].split()[1] == "101"  # the smallest
         await pilot.press("comma")
         assert table.sort is SortColumn.USER
-        await pilot.press("F")
+        await pilot.press("backslash")
         await pilot.press(*"TRAIN_105", "enter")
         await wait_for(pilot, lambda: table.filter_text == "TRAIN_105")
         lines = _table_lines(app)
         rows = [line for line in lines[1:] if "train_" in line]
         assert len(rows) == 1 and "105" in rows[0] and "filter 'TRAIN_105'" in "\n".join(lines)
-        await pilot.press("F", "ctrl+u", "enter")  # an empty filter: every process
+        await pilot.press("backslash", "ctrl+u", "enter")  # an empty filter: every process
         await wait_for(pilot, lambda: table.filter_text == "")
-        await pilot.press("F", *"zzz", "escape")  # Escape keeps the filter as it was
+        await pilot.press("backslash", *"zzz", "escape")  # Escape keeps the filter as it was
         await pilot.pause()
         assert table.filter_text == ""
 
@@ -193,3 +194,30 @@ async def test_the_alert_log_keeps_every_alert_with_its_time(tmp_path: Path) -> 
         assert len(times[0]) == len("2025-06-15 15:06:43") and times == sorted(times, reverse=True)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, AlertLogScreen))
+
+
+async def test_every_monitor_key_is_in_the_help_panel_and_shadows_no_other(
+    tmp_path: Path,
+) -> None:
+    from test_ui_keys import help_text
+
+    from memtui.ui.monitor_screen import MonitorScreen
+    from memtui.ui.screen import DashboardScreen
+
+    app = make_app(llama_plan(), ReplaySource(_trace(tmp_path, [[GB, GB]]), speed=None),
+                   interval=3600)  # fmt: skip
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = help_text(app)
+        others = {
+            key
+            for binding in [*DashboardScreen.BINDINGS, *app.BINDINGS]
+            if isinstance(binding, Binding)
+            for key in binding.key.split(",")
+        }
+        for binding in MonitorScreen.BINDINGS:
+            assert isinstance(binding, Binding)
+            assert binding.description in keys, binding
+            assert not others & set(binding.key.split(",")), binding

@@ -1,6 +1,8 @@
 """The monitor's keys and state, under the dashboard screen: the per-GPU detail view (`d`, or
-Enter on a process), the alert log (`l`), the process table's sort (`.` and `,` choose the
-column, `R` reverses) and filter (`F`), and the nearest-to-OOM line.
+Enter on a process), the alert log (`l`), the process table's sort (`>` and `<`, or `.` and
+`,`, choose the column, `I` inverts) and filter (`\\`), and the nearest-to-OOM line. The
+table's keys are htop's (htop(1), "INTERACTIVE COMMANDS": `>`/`<` sort column, `I` invert
+sort order, `\\` filter), which users of a process viewer already know.
 
 `DashboardScreen` derives from `MonitorScreen` (Textual merges the BINDINGS of every screen
 class in the MRO: textual/dom.py `DOMNode._merge_bindings`, 8.2.8) and calls `_push_monitor`
@@ -37,13 +39,13 @@ class MonitorScreen(Screen[None]):
                 tooltip="the selected process's GPU, else the one nearest to OOM, in full"),
         Binding("l", "alert_log", "Alerts", id="alert-log", show=False,
                 tooltip="every alert since start, with its time"),
-        Binding("full_stop", "sort_processes(1)", "Sort", id="sort-next", show=False,
-                tooltip="sort processes by the next column"),
-        Binding("comma", "sort_processes(-1)", "Sort back", id="sort-previous", show=False,
-                tooltip="sort processes by the previous column"),
-        Binding("R", "reverse_processes", "Reverse", id="sort-reverse", show=False,
-                tooltip="reverse the processes' order"),
-        Binding("F", "filter_processes", "Filter", id="filter", show=False,
+        Binding("greater_than_sign,full_stop", "sort_processes(1)", "Sort", id="sort-next",
+                show=False, tooltip="sort processes by the next column"),
+        Binding("less_than_sign,comma", "sort_processes(-1)", "Sort back", id="sort-previous",
+                show=False, tooltip="sort processes by the previous column"),
+        Binding("I", "reverse_processes", "Invert", id="sort-invert", show=False,
+                tooltip="invert the processes' order"),
+        Binding("backslash", "filter_processes", "Filter", id="filter", show=False,
                 tooltip="show the processes whose text holds a word"),
     ]  # fmt: skip
 

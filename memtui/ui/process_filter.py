@@ -1,4 +1,4 @@
-"""The process filter prompt (`F`): one line of text; the process table keeps the rows that
+"""The process filter prompt (`\\`): one line of text; the process table keeps the rows that
 hold it (any column, case-insensitive). Enter applies, an empty line clears, Escape keeps
 the filter as it was."""
 
