@@ -91,7 +91,8 @@ class GpuDetailScreen(Screen[None]):
             return
         key, device = found
         samples = trends.samples(key, since=snapshot.time - self.window_s)
-        rows = max(3, (self.size.height - 16) // 3)  # three graphs under four lines of text
+        # three graphs (a title and two axis lines each) under five lines of text and the footer
+        rows = max(3, (self.size.height - 15) // 3)
         detail.view = DetailView(
             name=row_name(key, device, many),
             device=device,

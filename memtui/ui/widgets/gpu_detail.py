@@ -63,7 +63,7 @@ def graph(
         if r == 0:
             tick = label(top)
         elif r == height // 2 and height > 2:
-            tick = label(top * (height - 1 - r + 0.5) / height)
+            tick = label(top * (height - r) / height)  # the row's upper bound
         elif r == height - 1:
             tick = label(0)
         else:
@@ -77,7 +77,7 @@ def graph(
 
 
 def _ago(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:g} min"
 
 
 @dataclass(frozen=True)

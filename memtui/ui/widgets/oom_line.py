@@ -12,13 +12,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 
 from memtui.telemetry import ClusterSnapshot
 from memtui.text import shown
 from memtui.ui.alerts import row_name
-from memtui.ui.trends import Projection, Trends, free_bytes, nearest_to_oom, projection
+from memtui.ui.trends import (
+    STEADY_BELOW,
+    Projection,
+    Trends,
+    free_bytes,
+    nearest_to_oom,
+    projection,
+)
 from memtui.ui.units import num, size
 from memtui.ui.widgets.view_widget import ViewWidget
 
@@ -41,47 +49,58 @@ def duration_text(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-def trend_text(trend: Projection | None, unit: str) -> str:
-    """What the used memory does: grows (and when the card is full), shrinks, or holds."""
+def trend_text(trend: Projection | None, unit: str, short: bool = False) -> str:
+    """What the used memory does: grows (and when the card is full), shrinks, or holds;
+    `short` leaves out the window it was fitted over."""
     if trend is None:
         return "trend: too few samples yet"
-    window = f"(last {trend.window_s:.0f} s)"
+    window = "" if short else f" (last {trend.window_s:.0f} s)"
     if trend.seconds_to_full is not None:
-        return (f"used grows {rate_text(trend.rate, unit)} {window}: "
+        return (f"used grows {rate_text(trend.rate, unit)}{window}: "
                 f"full in {duration_text(trend.seconds_to_full)}")  # fmt: skip
-    if trend.rate <= -(1024**2):
-        return f"used shrinks {rate_text(trend.rate, unit)} {window}"
-    return f"used steady {window}"
+    if trend.rate <= -STEADY_BELOW:
+        return f"used shrinks {rate_text(trend.rate, unit)}{window}"
+    return f"used steady{window}"
 
 
 @dataclass(frozen=True)
 class OomView:
-    """The line's words (None: no GPU with memory figures) and whether it warns."""
+    """The line's words (none: no GPU with memory figures), longest first: the widget draws
+    the longest that fits its width, so nothing is cut mid-word; and whether it warns."""
 
-    text: str | None
+    variants: tuple[str, ...]
     warn: bool = False
+
+    @property
+    def text(self) -> str | None:
+        """The whole line (its longest variant)."""
+        return self.variants[0] if self.variants else None
 
     @classmethod
     def of(cls, snapshot: ClusterSnapshot | None, trends: Trends, unit: str) -> OomView:
         found = nearest_to_oom(snapshot) if snapshot is not None else None
         if snapshot is None or found is None:
-            return cls(None)
+            return cls(())
         key, device = found
         name = row_name(key, device, len(snapshot.nodes) > 1)
         free = free_bytes(device)
         trend = projection(trends.samples(key), free)
-        text = (f"Nearest to OOM: GPU {shown(name, 60)}, {num(device.memory_used, unit)}/"
-                f"{size(device.memory_total, unit)} used, {size(free, unit)} free · "
-                f"{trend_text(trend, unit)}")  # fmt: skip
+        gpu = f"GPU {shown(name, 60)}"
+        used = f"{num(device.memory_used, unit)}/{size(device.memory_total, unit)} used"
+        variants = (
+            f"Nearest to OOM: {gpu}, {used}, {size(free, unit)} free · {trend_text(trend, unit)}",
+            f"Nearest to OOM: {gpu}, {size(free, unit)} free · {trend_text(trend, unit, True)}",
+            f"Nearest to OOM: {gpu}, {size(free, unit)} free",
+        )
         full = trend.seconds_to_full if trend is not None else None
-        return cls(text, full is not None and full < SOON_S)
+        return cls(variants, full is not None and full < SOON_S)
 
 
 class OomLine(ViewWidget):
     """The nearest-to-OOM line; empty (no height) without live memory figures."""
 
     DEFAULT_CSS = """
-    OomLine { height: auto; padding: 0 1; }
+    OomLine { height: 1; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     OomLine.-warn { color: $warning; text-style: bold; }
     """
 
@@ -89,7 +108,15 @@ class OomLine(ViewWidget):
     """Set by the screen after every poll."""
 
     def watch_view(self, view: OomView | None) -> None:
-        text = view.text if view is not None else None
         self.set_class(bool(view and view.warn), "-warn")
-        self.display = text is not None
-        self.show(Text(text or "", no_wrap=True, overflow="ellipsis"), 1)
+        self.display = bool(view and view.variants)
+        self.show(Text(self._fitting(), no_wrap=True, overflow="ellipsis"), 1)
+
+    def on_resize(self) -> None:
+        self.redraw()
+
+    def _fitting(self) -> str:
+        """The longest variant that fits the line (the shortest when none does)."""
+        variants = self.view.variants if self.view is not None else ()
+        room = self.content_size.width or 10**6  # before the first layout: the longest
+        return next((v for v in variants if cell_len(v) <= room), variants[-1] if variants else "")
