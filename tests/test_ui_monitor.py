@@ -115,7 +115,8 @@ async def test_the_selection_follows_its_process_and_the_window_follows_the_sele
     async with app.run_test(size=(160, 50)) as pilot:
         await _start(app, pilot)
         table = app.screen.query_one(ProcessTable)
-        table.focus()
+        await pilot.press("tab")  # from the settings, by keyboard
+        assert app.focused is table
         for _ in range(10):  # past the window: it scrolls, the header stays
             await pilot.press("down")
         assert table.selected is not None and table.selected[1] == 104

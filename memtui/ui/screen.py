@@ -202,7 +202,8 @@ class DashboardScreen(MonitorScreen):
                 yield StrategyTable(id="strategies-narrow")
                 # during a run, which process it is matters most after the GPUs: the list
                 # comes before the levers, at most a dozen lines tall (it scrolls inside)
-                with VerticalScroll(id="processes"):
+                # not a tab stop: the table inside keeps its own window and selection
+                with VerticalScroll(id="processes", can_focus=False):
                     yield ProcessTable(id="process-table")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
