@@ -222,3 +222,56 @@ async def test_every_monitor_key_is_in_the_help_panel_and_shadows_no_other(
             assert isinstance(binding, Binding)
             assert binding.description in keys, binding
             assert not others & set(binding.key.split(",")), binding
+
+
+async def test_strings_from_outside_are_escaped_in_the_detail_view_and_the_log(
+    tmp_path: Path,
+) -> None:
+    """A GPU name with an OSC title sequence, an error with a clear-screen sequence and a
+    5,000-character command line: escaped and bounded on every monitor surface."""
+    title, escaped = "\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"
+    first = _poll(0, [40 * GB, 30 * GB])
+    hostile = first.devices[0].model_copy(
+        update={
+            "name": f"H100{title}",
+            "processes": (
+                ProcessSnapshot(pid=7, used_bytes=GB, user=f"u{title}",
+                                command=f"python /tmp/{title}{'A' * 5000}.py"),
+            ),
+        }
+    )  # fmt: skip
+    lost = first.devices[1].model_copy(
+        update={"lost": True, "error": "x\x1b[2J[b]y", "memory_used": None, "processes": None}
+    )
+    trace = write_trace(
+        tmp_path / "hostile.jsonl",
+        [first, first.model_copy(update={"time": FROZEN_NOW + 1, "devices": (hostile, lost)})],
+    )
+    app = make_app(llama_plan(), ReplaySource(trace, speed=None), interval=3600)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen_of(app).polls >= 2)
+        await pilot.pause()
+        table = "\n".join(_table_lines(app))
+        assert escaped in table and "\x1b" not in table and "A" * 300 not in table
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
+        await pilot.pause()
+        shown = text_of(app)
+        assert f"H100{escaped}" in shown and "\x1b" not in shown and "\x07" not in shown
+        await pilot.press("escape", "l")
+        await wait_for(pilot, lambda: isinstance(app.screen, AlertLogScreen))
+        await pilot.pause()
+        shown = text_of(app)
+        assert "GPU 1  lost: x\\x1b[2J[b]y" in shown and "\x1b" not in shown
+
+
+async def test_the_detail_key_without_telemetry_says_so() -> None:
+    app = make_app(llama_plan(), None, interval=3600)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        assert not isinstance(app.screen, GpuDetailScreen)
+        assert "no GPU to show" in text_of(app)
