@@ -92,13 +92,11 @@ class AlertTracker:
         before = self.statuses
         statuses: dict[DeviceKey, RowStatus] = {}
         crossed: dict[RowStatus, list[tuple[DeviceKey, DeviceSnapshot]]] = {}
+        when = snapshot.time if snapshot is not None else 0.0  # the log's time: the poll's
         for key, _, device in snapshot.rows() if snapshot is not None else ():
             status = statuses[key] = classify(device, budget_bytes)
-            if snapshot is not None and before.get(key, status) is not status:
-                self._log(snapshot.time, row_name(key, device, many), before[key], status,
-                          device, budget_bytes, unit)  # fmt: skip
-            elif snapshot is not None and key not in before and status.alert:
-                self._log(snapshot.time, row_name(key, device, many), None, status, device,
+            if before.get(key) is not status:
+                self._log(when, row_name(key, device, many), before.get(key), status, device,
                           budget_bytes, unit)  # fmt: skip
             if (status.alert or status is RowStatus.LOST) and before.get(key) is not status:
                 last = self._notified.get((key, status))
@@ -124,7 +122,8 @@ class AlertTracker:
         budget: int,
         unit: str,
     ) -> None:
-        """Log a change of status that matters: into an alert or LOST, or out of one."""
+        """Log a change of status that matters: into an alert or LOST (a GPU first seen in one
+        included, `was` None), or out of one."""
         if status.alert:
             message = (f"{status.value}: {size(device.memory_used, unit)} used, budget "
                        f"{size(budget, unit)}, card {size(device.memory_total, unit)}")  # fmt: skip

@@ -215,7 +215,8 @@ class ProcessTable(ViewWidget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.selected: tuple[DeviceKey, int | None, str] | None = None
-        """The selected row's process (host, GPU, PID), followed across polls."""
+        """The selected row (its GPU's key, its PID; a workload line's text), followed across
+        polls and sorts; when the process ends nothing is selected until the next move."""
         self._offset = 0
         self._rows: list[ProcessRow] = []
 
@@ -225,6 +226,7 @@ class ProcessTable(ViewWidget):
         self.sort = columns[(columns.index(self.sort) + direction) % len(columns)]
 
     def reverse_sort(self) -> None:
+        """Invert the order (memory: smallest first)."""
         self.reverse = not self.reverse
 
     def selected_device(self) -> DeviceKey | None:
