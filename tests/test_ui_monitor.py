@@ -5,6 +5,7 @@ keys over a recorded trace (one line a poll, `r` polls the next) and the demo no
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual.binding import Binding
 from ui_helpers import FROZEN_NOW, llama_plan, screen_of, text_of, wait_for, write_trace
@@ -275,3 +276,42 @@ async def test_the_detail_key_without_telemetry_says_so() -> None:
         await pilot.pause()
         assert not isinstance(app.screen, GpuDetailScreen)
         assert "no GPU to show" in text_of(app)
+
+
+async def test_readings_from_the_fake_nvml_and_na_for_a_board_without_sensors(
+    fake_nvml_in_process: Any,
+) -> None:
+    """End to end through the real pynvml: GPU 0 answers every reading, GPU 1 (the fuller
+    one, so `d` opens it) answers NOT_SUPPORTED to each: its row leaves them out and its
+    detail view says n/a; GPU 0's row shows them."""
+    from fake_nvml.harness import H100_TOTAL, gpu
+
+    from memtui.telemetry import NvmlSource
+
+    fake_nvml_in_process.write(
+        {
+            "gpus": [
+                gpu(0, used=20 * 2**30, util=(93, 38), temp=67, power=412_000,
+                    power_limit=700_000, clocks=(1980, 2619)),
+                gpu(1, used=int(H100_TOTAL * 0.6)),
+            ]
+        }
+    )  # fmt: skip
+    app = make_app(llama_plan(), NvmlSource(), interval=3600)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _start(app, pilot)
+        shown = text_of(app)
+        assert "util 93%  67°C  412/700 W" in shown
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
+        await pilot.pause()
+        shown = text_of(app)
+        assert "GPU 1  NVIDIA H100 80GB HBM3" in shown
+        assert "util 0%" in shown  # the fake's utilisation defaults to 0: supported
+        assert "· n/a ·" in shown and "power n/a of n/a" in shown
+        assert "SM n/a" in shown and "memory clock n/a" in shown
+        assert "Power draw (W): n/a (no samples in this window)" in shown
+        await pilot.press("left")
+        await pilot.pause()
+        shown = text_of(app)
+        assert "GPU 0  NVIDIA H100" in shown and "67°C" in shown and "SM 1980 MHz" in shown
