@@ -44,6 +44,11 @@ def scenario(pids: list[int]) -> dict[str, object]:
                 i,
                 used=60 * GiB,
                 util=(90, 40),
+                # every sensor a monitor reads (the fake answers NOT_SUPPORTED without them)
+                temp=65,
+                power=450_000,
+                power_limit=700_000,
+                clocks=(1980, 2619),
                 procs=[(pids[i * per + j], 7 * GiB) for j in range(per)],
             )
             for i in range(GPUS)

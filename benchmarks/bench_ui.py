@@ -108,6 +108,11 @@ def scenario(used: int = 60 * GiB) -> dict[str, object]:
                 i,
                 used=used,
                 util=(90, 40),
+                # every sensor a monitor reads (the fake answers NOT_SUPPORTED without them)
+                temp=65,
+                power=450_000,
+                power_limit=700_000,
+                clocks=(1980, 2619),
                 procs=[(10_000_000 + 100 * i + p, 7 * GiB) for p in range(PER_GPU)],
             )
             for i in range(GPUS)

@@ -41,6 +41,20 @@ class Gpu:
     reserved_mib: int = 512
     mig: tuple[str, int] | None = None  # (profile, GPU instance id)
     procs: list[tuple[int, str, int]] = field(default_factory=list)  # pid, user, MiB
+    readings: dict[str, float | str] = field(default_factory=dict)
+    """dcgm-exporter gauges beyond memory, by field name (DCGM_FI_DEV_GPU_TEMP: 67)."""
+
+
+#: The help text of each dcgm-exporter gauge beyond memory, as etc/default-counters.csv
+#: (NVIDIA/dcgm-exporter, commit 00d6d344ea4a39112b211b9ff5af3d97e0bb51c2) writes it.
+DCGM_READINGS = {
+    "DCGM_FI_DEV_SM_CLOCK": "SM clock frequency (in MHz).",
+    "DCGM_FI_DEV_MEM_CLOCK": "Memory clock frequency (in MHz).",
+    "DCGM_FI_DEV_GPU_TEMP": "GPU temperature (in C).",
+    "DCGM_FI_DEV_POWER_USAGE": "Power draw (in W).",
+    "DCGM_FI_DEV_GPU_UTIL": "GPU utilization (in %).",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "Memory utilization (in %).",
+}
 
 
 def _labels(pairs: list[tuple[str, str]]) -> str:
@@ -55,17 +69,26 @@ def dcgm_text(
     k8s: tuple[str, str, str] | None = None,
     job: str | None = None,
 ) -> str:
-    """What dcgm-exporter serves on /metrics for these GPUs (memory fields only)."""
+    """What dcgm-exporter serves on /metrics for these GPUs: memory, and each GPU's
+    `readings` (a gauge a GPU lacks is left out for it, as the exporter does)."""
     lines = []
+    readings = [
+        (metric, help_text, lambda g, m=metric: g.readings.get(m))
+        for metric, help_text in DCGM_READINGS.items()
+        if any(metric in g.readings for g in gpus)
+    ]
     for metric, help_text, value in (
         ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
          lambda g: g.total_mib - g.used_mib - g.reserved_mib),
         ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", lambda g: g.used_mib),
         ("DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).",
          lambda g: g.reserved_mib),
+        *readings,
     ):  # fmt: skip
         lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge"]
         for i, g in enumerate(gpus):
+            if value(g) is None:
+                continue
             index = 0 if g.mig else i
             pairs = [
                 ("gpu", str(index)),

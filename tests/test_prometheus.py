@@ -43,6 +43,18 @@ def _gpus(host: int, n: int = 2, base: int = 60_000) -> list[Gpu]:
     return [Gpu(base + 100 * i + host, f"GPU-{host:02d}{i:02d}-fake") for i in range(n)]
 
 
+#: gpu01's GPU 0 reports every gauge of dcgm-exporter's default counters beyond memory (the
+#: exporter writes floats: "412.5"); its GPU 1 reports none (n/a, as a board without them).
+_READINGS = {
+    "DCGM_FI_DEV_GPU_UTIL": 93,
+    "DCGM_FI_DEV_MEM_COPY_UTIL": 38,
+    "DCGM_FI_DEV_GPU_TEMP": 67,
+    "DCGM_FI_DEV_POWER_USAGE": 412.5,
+    "DCGM_FI_DEV_SM_CLOCK": 1980,
+    "DCGM_FI_DEV_MEM_CLOCK": 2619,
+}
+
+
 class Cluster:
     """Four hosts: dcgm-exporter with `Hostname` (MIG and Kubernetes labels, Slurm job 1234),
     dcgm-exporter with the older `hostname` (relabelled: exported_pod), nvitop-exporter
@@ -55,7 +67,12 @@ class Cluster:
         ]
         self.exporters = {
             "gpu01": Exporter(
-                dcgm_text("gpu01", _gpus(1) + mig, k8s=("ml", "train-0", "trainer"), job="1234")
+                dcgm_text(
+                    "gpu01",
+                    [Gpu(60_001, "GPU-0100-fake", readings=dict(_READINGS)), *_gpus(1)[1:], *mig],
+                    k8s=("ml", "train-0", "trainer"),
+                    job="1234",
+                )
             ),
             "gpu02": Exporter(
                 dcgm_text(
@@ -139,6 +156,21 @@ def test_watch_once_json_reads_every_host(cluster: Cluster) -> None:
     assert gpu03["memory_total"] == 81559 * MiB and gpu03["uuid"] == "GPU-0300"
     table = watch("--once", "--prometheus", cluster.server.url)
     assert table.returncode == 0 and "gpu04" in table.stdout and "4 hosts" in table.stdout
+
+
+@needs_prometheus
+def test_dcgm_utilisation_temperature_power_and_clocks(cluster: Cluster) -> None:
+    """The six gauges through a real Prometheus: percent, degrees, watts read as milliwatts,
+    MHz; a GPU without them n/a; the power limit (not a default counter) n/a."""
+    snap = cluster.wait_for_hosts()
+    gpu01 = next(n for n in snap.nodes if n.hostname == "gpu01").devices
+    first, second = gpu01[0], gpu01[-1]
+    assert (first.utilization_gpu, first.utilization_memory) == (93, 38)
+    assert first.temperature_c == 67 and first.power_mw == 412_500
+    assert (first.clock_sm_mhz, first.clock_memory_mhz) == (1980, 2619)
+    assert first.power_limit_mw is None and first.error is None
+    assert (second.index, second.temperature_c, second.power_mw) == (1, None, None)
+    assert second.utilization_gpu is None and second.error is None
 
 
 @needs_prometheus
@@ -289,6 +321,23 @@ def test_http_and_query_errors_are_one_line_and_lost_hosts(
     assert snap.state is state and words in (snap.reason or "") and "\n" not in snap.message
     assert [(n.hostname, n.state) for n in snap.nodes] == [("gpu01", SourceState.LOST)]
     assert snap.nodes[0].devices[0].lost
+
+
+def test_an_unreadable_dcgm_gauge_is_named_and_the_gpu_kept(api: _Api) -> None:
+    """A NaN temperature (the exporter could not read it) keeps the GPU, its memory and its
+    other gauges, and names the series, as an unreadable memory series does."""
+    labels = {"gpu": "0", "UUID": "GPU-x", "modelName": "NVIDIA H100", "Hostname": "gpu01"}
+    api.answer(
+        [
+            *_used("gpu01", "100"),
+            {"metric": {"__name__": "DCGM_FI_DEV_GPU_TEMP", **labels}, "value": [1, "NaN"]},
+            {"metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", **labels}, "value": [1, "88.25"]},
+        ]
+    )
+    device = PrometheusSource(api.url).poll().nodes[0].devices[0]
+    assert device.memory_used == 100 * MiB and device.power_mw == 88_250
+    assert device.temperature_c is None
+    assert "DCGM_FI_DEV_GPU_TEMP is nan" in (device.error or "")
 
 
 def test_unreachable_server_and_stale_samples(api: _Api) -> None:

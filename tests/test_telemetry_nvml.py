@@ -335,12 +335,16 @@ def test_memory_changes_between_polls(fake_nvml_in_process: FakeNvml, source: Nv
     assert [p.used_bytes for p in d.processes or ()] == [60 * GiB, 10 * GiB]
 
 
-@pytest.mark.parametrize(("procs", "per_gpu"), [(2, STEADY_CALLS_PER_GPU), (0, 3)])
+@pytest.mark.parametrize(("procs", "per_gpu"), [(2, STEADY_CALLS_PER_GPU), (0, 7)])
 def test_nvml_calls_per_gpu_per_poll(
     fake_nvml_in_process: FakeNvml, source: NvmlSource, procs: int, per_gpu: int
 ) -> None:
-    """A steady poll costs 4 C calls per GPU with processes, 3 without; nothing node-level."""
-    fake_nvml_in_process.write(node(4, procs))
+    """A steady poll of GPUs with every sensor costs 8 C calls per GPU with processes, 7
+    without; nothing node-level; the power limit is not read again before REDISCOVER_EVERY."""
+    scenario = node(4, procs)
+    for g in scenario["gpus"]:
+        g.update(temp=61, power=350_000, powerlimit=700_000, clocks=(1980, 2619))
+    fake_nvml_in_process.write(scenario)
     source.poll()  # init: versions, count, handles, names, UUIDs, MIG mode (once)
     fake_nvml_in_process.reset_calls()
     source.poll()
@@ -349,9 +353,29 @@ def test_nvml_calls_per_gpu_per_poll(
     expected = {
         "nvmlDeviceGetMemoryInfo_v2": 4,
         "nvmlDeviceGetUtilizationRates": 4,
-        "nvmlDeviceGetComputeRunningProcesses_v3": 4 * (per_gpu - 2),
+        "nvmlDeviceGetTemperature": 4,
+        "nvmlDeviceGetPowerUsage": 4,
+        "nvmlDeviceGetClockInfo": 8,
+        "nvmlDeviceGetComputeRunningProcesses_v3": 4 * (per_gpu - 6),
     }
     assert dict(calls) == expected
+
+
+def test_unsupported_sensors_cost_no_call_after_the_first_poll(
+    fake_nvml_in_process: FakeNvml, source: NvmlSource
+) -> None:
+    """A board without temperature, power or clock readings (the fake answers NOT_SUPPORTED
+    for a field its scenario leaves out) costs what it did before those readings existed:
+    memory, utilisation and the process list."""
+    fake_nvml_in_process.write(node(4, 2))
+    source.poll()
+    fake_nvml_in_process.reset_calls()
+    source.poll()
+    assert dict(fake_nvml_in_process.calls()) == {
+        "nvmlDeviceGetMemoryInfo_v2": 4,
+        "nvmlDeviceGetUtilizationRates": 4,
+        "nvmlDeviceGetComputeRunningProcesses_v3": 8,
+    }
 
 
 def test_only_selects_by_index_and_uuid_and_skips_the_rest(
@@ -365,7 +389,8 @@ def test_only_selects_by_index_and_uuid_and_skips_the_rest(
         assert [d.index for d in src.poll().devices] == [1, 3]
         fake_nvml_in_process.reset_calls()
         src.poll()
-        assert sum(fake_nvml_in_process.calls().values()) == 2 * STEADY_CALLS_PER_GPU
+        # node() gives no temperature, power or clocks: 4 calls fewer a GPU
+        assert sum(fake_nvml_in_process.calls().values()) == 2 * (STEADY_CALLS_PER_GPU - 4)
     finally:
         src.close()
     nothing = NvmlSource(only=("7",))

@@ -105,7 +105,18 @@ class DeviceSnapshot(_Frozen):
     utilization_gpu: int | None = None
     """Percent of time a kernel ran (utilization.gpu); None when not supported."""
     utilization_memory: int | None = None
-    """Percent of time memory was read or written (utilization.memory)."""
+    """Percent of time memory was read or written (utilization.memory): the memory
+    controller's busy time, not the share of memory in use."""
+    temperature_c: int | None = None
+    """GPU core temperature in degrees Celsius (temperature.gpu); None when not supported."""
+    power_mw: int | None = None
+    """Power draw in milliwatts (power.draw, NVML's unit); None when not supported."""
+    power_limit_mw: int | None = None
+    """Power limit the driver enforces, in milliwatts (enforced.power.limit)."""
+    clock_sm_mhz: int | None = None
+    """Current SM clock in MHz (clocks.sm)."""
+    clock_memory_mhz: int | None = None
+    """Current memory clock in MHz (clocks.mem)."""
     host_memory_fallback: bool = False
     """Unified-memory part (GB10, GH200-class): NVML has no memory info, so the memory_*
     fields are the host's RAM (psutil.virtual_memory) and must be labelled as such."""

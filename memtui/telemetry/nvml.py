@@ -1,7 +1,8 @@
 """The NVML source: the one module that calls pynvml (nvidia-ml-py).
 
 It answers what `nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used,
-memory.free,memory.reserved,utilization.gpu,utilization.memory` and
+memory.free,memory.reserved,utilization.gpu,utilization.memory,temperature.gpu,power.draw,
+enforced.power.limit,clocks.sm,clocks.mem` and
 `nvidia-smi --query-compute-apps=pid,used_memory` answer, as frozen `NodeSnapshot`s.
 
 Design (docs/architecture.md, "One NVML adapter"; nvitop's libnvml idea): lazy init on the first
@@ -10,8 +11,11 @@ exit); every NVMLError becomes data: a field NVML does not support is None ("n/a
 errors is marked lost while the others update, and a library-level failure (no library, driver not
 loaded, version mismatch, no permission) becomes the snapshot's state with a one-line reason and
 remedy. Static facts (name, UUID, MIG layout, which calls are supported) are read once at init, so a
-steady-state poll costs per GPU one memory call, one utilisation call and one or two process-list
-calls (pynvml asks for the count first): see `STEADY_CALLS_PER_GPU`.
+steady-state poll costs per GPU one memory call, one utilisation call, one temperature, one power
+and two clock calls, and one or two process-list calls (pynvml asks for the count first): see
+`STEADY_CALLS_PER_GPU`. A reading a GPU answers NOT_SUPPORTED is None ("n/a") and never asked
+again; the power limit, which changes only when an administrator sets it, is read every
+`REDISCOVER_EVERY` polls.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memtui.telemetry.models import (
@@ -40,10 +44,19 @@ from memtui.telemetry.source import (
     no_match_update,
 )
 
-#: NVML C calls per GPU per poll once initialised, when the GPU has processes:
-#: nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetUtilizationRates and
-#: nvmlDeviceGetComputeRunningProcesses_v3 twice (size query, then fill). 3 without processes.
-STEADY_CALLS_PER_GPU = 4
+#: NVML C calls per GPU per poll once initialised, when the GPU has processes and supports
+#: every reading: nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetUtilizationRates,
+#: nvmlDeviceGetTemperature, nvmlDeviceGetPowerUsage, nvmlDeviceGetClockInfo twice (SM, memory)
+#: and nvmlDeviceGetComputeRunningProcesses_v3 twice (size query, then fill); 7 without
+#: processes; one less per reading the GPU does not support. nvmlDeviceGetEnforcedPowerLimit
+#: adds one every REDISCOVER_EVERY polls.
+STEADY_CALLS_PER_GPU = 8
+
+# pynvml's nvmlTemperatureSensors_t and nvmlClockType_t values (nvml.h): spelled out, as the
+# return codes below, so this module's top level never imports pynvml.
+_TEMPERATURE_GPU = 0  # NVML_TEMPERATURE_GPU
+_CLOCK_SM = 1  # NVML_CLOCK_SM
+_CLOCK_MEM = 2  # NVML_CLOCK_MEM
 
 #: What the NVML source is, for status lines and the timeout guard.
 NVML_INFO = SourceInfo(
@@ -150,6 +163,11 @@ class _Device:
     gpu_instance_id: int | None = None
     memory_mode: str = "v2"  # "v2" -> "v1" on old drivers -> "host" on unified memory
     utilization_supported: bool = True
+    unsupported: set[str] = field(default_factory=set)
+    """Readings (`_READINGS` names) this device answered NOT_SUPPORTED: never asked again."""
+    power_limit_mw: int | None = None
+    limit_read_at: int | None = None
+    """The poll the power limit was last read at (it is read every REDISCOVER_EVERY)."""
     processes_call: str = "v3"  # "v3" -> "v2" on old drivers
     init_error: str | None = None
     """Discovery found the device unusable (no handle, GPU_IS_LOST): shown lost, not polled."""
@@ -342,8 +360,10 @@ class NvmlSource:
                 mig_index=slot,
                 parent_uuid=gpu.uuid,
                 gpu_instance_id=self._optional(nv.nvmlDeviceGetGpuInstanceId, handle),
-                # NVML has no utilisation per MIG device: do not spend a call learning that
+                # NVML has no utilisation, temperature, power or clocks per MIG device (they
+                # are the parent GPU's): do not spend a call learning that
                 utilization_supported=False,
+                unsupported=set(_READINGS),
             )
             children.append(child)
         return children
@@ -440,6 +460,7 @@ class NvmlSource:
                     if _code(err) != _NOT_SUPPORTED:
                         raise
                     d.utilization_supported = False  # never ask again
+            sensors = self._sensors(d)
             if d.mig_enabled:
                 # the processes of a GPU in MIG mode are listed under its MIG devices
                 processes: tuple[ProcessSnapshot, ...] | None = ()
@@ -462,6 +483,7 @@ class NvmlSource:
             memory_reserved=reserved,
             utilization_gpu=util_gpu,
             utilization_memory=util_mem,
+            **sensors,
             host_memory_fallback=host,
             processes=processes,
             processes_note=note,
@@ -494,6 +516,41 @@ class NvmlSource:
 
         vm = psutil.virtual_memory()
         return (int(vm.total), int(vm.total - vm.available), int(vm.available), None, True)
+
+    def _sensors(self, d: _Device) -> dict[str, int | None]:
+        """Temperature, power and clocks as `DeviceSnapshot` fields (`nvidia-smi
+        --query-gpu=temperature.gpu,power.draw,enforced.power.limit,clocks.sm,clocks.mem`)."""
+        nv = self._nvml
+        calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
+            "temperature_c": (nv.nvmlDeviceGetTemperature, (_TEMPERATURE_GPU,)),
+            "power_mw": (nv.nvmlDeviceGetPowerUsage, ()),
+            "clock_sm_mhz": (nv.nvmlDeviceGetClockInfo, (_CLOCK_SM,)),
+            "clock_memory_mhz": (nv.nvmlDeviceGetClockInfo, (_CLOCK_MEM,)),
+        }
+        out = {name: self._sensor(d, name, fn, *args) for name, (fn, args) in calls.items()}
+        if d.limit_read_at is None or self._polls - d.limit_read_at >= REDISCOVER_EVERY:
+            d.limit_read_at = self._polls
+            d.power_limit_mw = self._sensor(d, "power_limit_mw", nv.nvmlDeviceGetEnforcedPowerLimit)
+        out["power_limit_mw"] = d.power_limit_mw
+        return out
+
+    def _sensor(self, d: _Device, name: str, fn: Callable[..., Any], *args: Any) -> int | None:
+        """One reading, None (n/a) when the device cannot give it: NOT_SUPPORTED is never
+        asked again; any other error but a lost GPU or a failed library is n/a for this
+        poll only (the memory reading matters more than a thermometer)."""
+        if name in d.unsupported:
+            return None
+        try:
+            value = int(fn(d.handle, *args))
+        except self._nvml.NVMLError as err:
+            if _code(err) == _NOT_SUPPORTED:
+                d.unsupported.add(name)
+                return None
+            if _code(err) == _GPU_IS_LOST or _code(err) in _SOURCE_LEVEL:
+                raise
+            return None
+        # the 32-bit "not available" sentinel (nvml.h NVML_VALUE_NOT_AVAILABLE as unsigned)
+        return value if 0 <= value < _NOT_AVAILABLE_32 else None
 
     def _processes(self, d: _Device) -> tuple[tuple[ProcessSnapshot, ...] | None, str | None]:
         """Compute processes (`nvidia-smi --query-compute-apps=pid,used_memory`)."""
@@ -599,6 +656,14 @@ def _readings(
     """`_memory`'s answer with NVML's sentinels read as n/a (never 17 billion GiB used)."""
     whole = _reading(total)
     return (whole, _reading(used, whole), _reading(free, whole), _reading(reserved, whole), host)
+
+
+#: NVML's 32-bit "not available" (0xFFFFFFFF) and anything near it: no GPU runs at 2^31 MHz,
+#: milliwatts or degrees.
+_NOT_AVAILABLE_32 = 2**31
+
+#: The readings `NvmlSource._sensors` asks for, by their `DeviceSnapshot` field.
+_READINGS = ("temperature_c", "power_mw", "power_limit_mw", "clock_sm_mhz", "clock_memory_mhz")
 
 
 def _percent(value: int) -> int | None:

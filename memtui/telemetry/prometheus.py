@@ -7,6 +7,11 @@ of its own, and answers the same snapshots as the NVML source, one node per host
 Metrics read (names and labels as the exporters publish them):
 - dcgm-exporter (NVIDIA/dcgm-exporter etc/default-counters.csv and the README's sample
   output): `DCGM_FI_DEV_FB_USED`, `DCGM_FI_DEV_FB_FREE`, `DCGM_FI_DEV_FB_RESERVED` in MiB;
+  and the monitor's gauges of the default counters (etc/default-counters.csv at commit
+  00d6d344ea4a39112b211b9ff5af3d97e0bb51c2): `DCGM_FI_DEV_GPU_UTIL` and
+  `DCGM_FI_DEV_MEM_COPY_UTIL` (%), `DCGM_FI_DEV_GPU_TEMP` (C), `DCGM_FI_DEV_POWER_USAGE` (W),
+  `DCGM_FI_DEV_SM_CLOCK` and `DCGM_FI_DEV_MEM_CLOCK` (MHz); the power limit is not among the
+  default counters, so it is n/a;
   labels `gpu`, `UUID`, `modelName`, `Hostname` (older releases spell it `hostname`), MIG
   `GPU_I_PROFILE`/`GPU_I_ID`, Kubernetes `pod`/`namespace`/`container` (`exported_*` once a
   scrape relabels them), Slurm `hpc_job`.
@@ -66,7 +71,18 @@ from memtui.text import shown
 
 MiB = 1024**2
 
-_DCGM = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
+#: dcgm-exporter's gauges beside memory: the `DeviceSnapshot` field each fills and the factor
+#: from the exporter's unit to the field's (etc/default-counters.csv: %, C, W, MHz).
+_DCGM_READINGS: dict[str, tuple[str, float]] = {
+    "DCGM_FI_DEV_GPU_UTIL": ("utilization_gpu", 1),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("utilization_memory", 1),
+    "DCGM_FI_DEV_GPU_TEMP": ("temperature_c", 1),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_mw", 1000),  # W -> mW, NVML's unit
+    "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", 1),
+    "DCGM_FI_DEV_MEM_CLOCK": ("clock_memory_mhz", 1),
+}
+_DCGM = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED",
+         *_DCGM_READINGS)  # fmt: skip
 _NVITOP = ("gpu_memory_used_MiB", "gpu_memory_total_MiB", "process_gpu_memory_MiB")
 #: The series whose sample time and peak are read: used memory, from either exporter.
 _USED = ("DCGM_FI_DEV_FB_USED", "gpu_memory_used_MiB")
@@ -217,6 +233,8 @@ class _Gpu:
     sample_time: float | None = None
     workload: str | None = None
     processes: list[ProcessSnapshot] = field(default_factory=list)
+    readings: dict[str, int] = field(default_factory=dict)
+    """`DeviceSnapshot` fields from `_DCGM_READINGS` (utilisation, temperature, ...)."""
     nvitop: bool = False
     unreadable: list[str] = field(default_factory=list)
     """Series whose value is no reading ("DCGM_FI_DEV_FB_USED is nan")."""
@@ -734,6 +752,9 @@ def _take_value(gpu: _Gpu, metric: Mapping[str, str], value: float) -> None:
         gpu.reserved = value
     elif name == "gpu_memory_total_MiB":
         gpu.total = value
+    elif name in _DCGM_READINGS:
+        target, factor = _DCGM_READINGS[name]
+        gpu.readings[target] = round(value * factor)
     elif name == "process_gpu_memory_MiB":
         try:
             pid = int(metric.get("pid", ""))
@@ -764,6 +785,7 @@ def _device(gpu: _Gpu) -> DeviceSnapshot:
         memory_free=free,
         memory_reserved=reserved,
         memory_peak=_bytes(gpu.peak),
+        **gpu.readings,  # type: ignore[arg-type]
         workload=gpu.workload,
         # dcgm-exporter lists no processes: the workload labels say who uses the GPU
         processes=tuple(sorted(gpu.processes, key=lambda p: p.pid)),

@@ -26,6 +26,12 @@ H100_80GB_TOTAL_BYTES = 81559 * MiB
 _CONTEXT_BYTES = 600 * MiB  # a CUDA context plus cuBLAS workspace, before any tensor
 _RESERVED_BYTES = 512 * MiB  # what the driver reserves (memory.reserved)
 _FIRST_PID = 41000
+# An H100 SXM's board figures, for the demo's sensors (NVIDIA H100 Tensor Core GPU datasheet:
+# 700 W maximum TDP; `nvidia-smi -q -d CLOCK` max clocks SM 1980 MHz, memory 2619 MHz)
+_POWER_LIMIT_MW = 700_000
+_IDLE_POWER_MW = 70_000
+_SM_CLOCK_MHZ = (345, 1980)  # idle, busy
+_MEMORY_CLOCK_MHZ = 2619
 #: GPUs a synthetic node may have: more than any real node (100,000 never finished a poll).
 MAX_GPUS = 64
 
@@ -138,6 +144,10 @@ class SyntheticSource:
             )
         used = main + second
         util = 0 if elapsed < 1 else int(min(100, 88 + rng.uniform(-8, 11) * ramp))
+        busy = util / 100
+        # draw follows the load between idle and the limit; the core warms with it
+        power = int(_IDLE_POWER_MW + (_POWER_LIMIT_MW - _IDLE_POWER_MW) * busy * 0.82)
+        idle_clock, boost = _SM_CLOCK_MHZ
         return DeviceSnapshot(
             index=i,
             uuid=_uuid(self.seed, i),
@@ -148,6 +158,11 @@ class SyntheticSource:
             memory_reserved=_RESERVED_BYTES,
             utilization_gpu=util,
             utilization_memory=int(util * 0.45),
+            temperature_c=int(34 + 36 * busy + rng.uniform(-1, 1)),
+            power_mw=power + int(rng.uniform(-5_000, 5_000)),
+            power_limit_mw=_POWER_LIMIT_MW,
+            clock_sm_mhz=boost if util else idle_clock,
+            clock_memory_mhz=_MEMORY_CLOCK_MHZ,
             processes=tuple(processes),
         )
 

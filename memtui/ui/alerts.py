@@ -6,11 +6,16 @@ notification names every GPU that crossed into the same status in the same poll.
 hovering at its budget crosses again and again: it is notified once per status per
 `quiet_s` seconds, not once per crossing. A key refused again and again ("micro-batch is at
 its maximum") shows one toast while the first is still on screen, not a pile of them.
+
+The log keeps every crossing, quiet or not, with the poll's time, and every GPU's return from
+an alert, so NEAR CAPACITY stays readable after the usage drops and the toast has gone; it
+keeps the newest `LOG_MAX` entries.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +29,10 @@ QUIET_S = 60.0
 #: A refused key's toast stays this long (Textual's default timeout); repeats inside it merge.
 TOAST_S = 5.0
 
+#: Entries the alert log keeps (the oldest are dropped past it: a GPU hovering at its
+#: budget for a week must not grow memtui without bound).
+LOG_MAX = 10_000
+
 Severity = Literal["information", "warning", "error"]
 
 
@@ -33,6 +42,20 @@ class Notice:
 
     message: str
     title: str
+    severity: Severity
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of the alert log: a GPU that crossed into a status, or came back from one."""
+
+    time: float
+    """Unix time of the poll that saw it (a replay's recorded time)."""
+    gpu: str
+    """How the GPU is named ("3", "gpu07/3")."""
+    status: RowStatus
+    """The status it crossed into."""
+    message: str
     severity: Severity
 
 
@@ -57,6 +80,8 @@ class AlertTracker:
         """The status of every row of the latest snapshot."""
         self._notified: dict[tuple[DeviceKey, RowStatus], float] = {}
         self._toasts: dict[str, float] = {}
+        self.log: deque[LogEntry] = deque(maxlen=LOG_MAX)
+        """Every crossing and every return from an alert, oldest first."""
 
     def update(
         self,
@@ -73,9 +98,14 @@ class AlertTracker:
         before = self.statuses
         statuses: dict[DeviceKey, RowStatus] = {}
         crossed: dict[RowStatus, list[tuple[DeviceKey, DeviceSnapshot]]] = {}
+        when = snapshot.time if snapshot is not None else 0.0  # the log's time: the poll's
         for key, _, device in snapshot.rows() if snapshot is not None else ():
             covered = judged is None or judged(device)
-            status = statuses[key] = classify(device, budget_bytes if covered else None)
+            budget = budget_bytes if covered else None
+            status = statuses[key] = classify(device, budget)
+            if before.get(key) is not status:
+                self._log(when, row_name(key, device, many), before.get(key), status, device,
+                          budget, unit)  # fmt: skip
             if (status.alert or status is RowStatus.LOST) and before.get(key) is not status:
                 last = self._notified.get((key, status))
                 if last is None or now - last >= self.quiet_s:
@@ -89,6 +119,36 @@ class AlertTracker:
             else:
                 notices.append(self._alert(status, rows, many, budget_bytes, unit))
         return notices
+
+    def _log(
+        self,
+        when: float,
+        gpu: str,
+        was: RowStatus | None,
+        status: RowStatus,
+        device: DeviceSnapshot,
+        budget: int | None,
+        unit: str,
+    ) -> None:
+        """Log a change of status that matters: into an alert or LOST (a GPU first seen in one
+        included, `was` None), or out of one; `budget`: the job's per GPU, None when none
+        covers this GPU."""
+        if status.alert:
+            said = budget is not None and status is not RowStatus.NEAR_CAPACITY
+            planned = f", job's budget {size(budget, unit)}" if said else ""
+            message = (f"{status.value}: {size(device.memory_used, unit)} used{planned}, "
+                       f"card {size(device.memory_total, unit)}")  # fmt: skip
+            severity: Severity = "warning" if status is RowStatus.NEAR_CAPACITY else "error"
+        elif status is RowStatus.LOST:
+            message, severity = f"lost: {device.error or 'no answer'}", "error"
+        elif was is not None and (was.alert or was is RowStatus.LOST):
+            message = (
+                f"{status.value} again (was {was.value}): {size(device.memory_used, unit)} used"
+            )
+            severity = "information"
+        else:
+            return
+        self.log.append(LogEntry(when, gpu, status, message, severity))
 
     def refused(self, message: str) -> Notice | None:
         """The toast for a refused key, or None while the same one is still on screen."""

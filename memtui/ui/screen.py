@@ -22,7 +22,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.screen import Screen
 
 from memtui.estimator import ModelSpec, Plan, Report, estimate
 from memtui.telemetry import (
@@ -55,6 +54,7 @@ from memtui.ui.messages import (
     TelemetryArrived,
     WorkFailed,
 )
+from memtui.ui.monitor_screen import MonitorScreen
 from memtui.ui.plan_edits import PlanEditError, step, with_model
 from memtui.ui.poller import Poller
 from memtui.ui.units import UNITS, size
@@ -63,6 +63,7 @@ from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
 from memtui.ui.widgets.footer import KeyFooter
 from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
 from memtui.ui.widgets.lever_list import LeverList, LeverView
+from memtui.ui.widgets.oom_line import OomLine
 from memtui.ui.widgets.process_table import ProcessTable, ProcessView
 from memtui.ui.widgets.settings_panel import SettingsPanel
 from memtui.ui.widgets.status_line import StatusLine, StatusView
@@ -88,7 +89,7 @@ def _step(key: str, direction: int = 1) -> str:
     return f"step('{key}', {direction})"
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(MonitorScreen):
     """Settings, GPU bars, strategies, levers, communication, processes, status."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -215,11 +216,13 @@ class DashboardScreen(Screen[None]):
                 yield BudgetCompare(id="budgets")
                 yield StrategyTable(id="strategies")
             with VerticalScroll(id="main", can_focus=False):
+                yield OomLine(id="oom")
                 yield GpuPanel(id="gpus", rows=devices)
                 yield StrategyTable(id="strategies-narrow")
                 # during a run, which process it is matters most after the GPUs: the list
                 # comes before the levers, at most a dozen lines tall (it scrolls inside)
-                with VerticalScroll(id="processes"):
+                # not a tab stop: the table inside keeps its own window and selection
+                with VerticalScroll(id="processes", can_focus=False):
                     yield ProcessTable(id="process-table")
                 yield LeverList(id="levers")
                 yield CommunicationLine(id="communication")
@@ -331,6 +334,7 @@ class DashboardScreen(Screen[None]):
             plan_only_reason=self.plan_only_reason,
             note=self._note or self.jobs.line,
         )
+        self._push_monitor(self.snapshot, self.unit, self.alerts.log)
 
     # -- keys ----------------------------------------------------------------------
 
@@ -533,6 +537,7 @@ class DashboardScreen(Screen[None]):
         if self.poller is not None and self.poller.gives_up(snapshot):
             self.poller.stop()  # e.g. a replay that ended: keep its last frame on screen
         self.history.record(snapshot)
+        self.trends.record(snapshot)
         self.snapshot = snapshot
 
     def _fitted_plan(self, snapshot: ClusterSnapshot) -> Plan | None:

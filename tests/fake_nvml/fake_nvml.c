@@ -14,7 +14,11 @@
  *   dev KEY FIELD VALUE...        KEY is "0" for GPU 0, "0.1" for MIG device 1 of GPU 0;
  *                                 FIELD in name, uuid, total, used, reserved (bytes),
  *                                 util "GPU MEM" (percent), mig (1 = MIG mode on),
- *                                 migcount (max MIG devices), gi (GPU instance id)
+ *                                 migcount (max MIG devices), gi (GPU instance id),
+ *                                 temp (degrees C), power and powerlimit (milliwatts),
+ *                                 clocks "SM MEM" (MHz); a device without temp, power,
+ *                                 powerlimit or clocks answers NOT_SUPPORTED for it, as
+ *                                 real boards without the sensor do
  *   proc KEY PID USED [GI]        a compute process; USED -1 means "not available"
  *   err FUNC CODE [KEY]           FUNC returns CODE (for device KEY only, if given)
  *   hang FUNC                     FUNC blocks until this line disappears (60 s at most)
@@ -310,6 +314,45 @@ int nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u) {
     return OK;
 }
 
+/* A reading from the scenario, or NOT_SUPPORTED when the device has none. */
+static int reading(const char *key, const char *name, unsigned int *out) {
+    const char *v = field(key, name);
+    if (!v) return E_NOT_SUPPORTED;
+    *out = (unsigned)strtoul(v, NULL, 10);
+    return OK;
+}
+
+/* Only the GPU core sensor (NVML_TEMPERATURE_GPU = 0) exists, as in nvml.h. */
+int nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned int *temp) {
+    BEGIN_DEV("nvmlDeviceGetTemperature", dev);
+    if (sensor != 0) return E_INVALID_ARGUMENT;
+    return reading(key, "temp", temp);
+}
+
+int nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw) {
+    BEGIN_DEV("nvmlDeviceGetPowerUsage", dev);
+    return reading(key, "power", mw);
+}
+
+int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t dev, unsigned int *mw) {
+    BEGIN_DEV("nvmlDeviceGetEnforcedPowerLimit", dev);
+    return reading(key, "powerlimit", mw);
+}
+
+/* NVML_CLOCK_GRAPHICS 0, SM 1, MEM 2, VIDEO 3 (nvml.h nvmlClockType_t): graphics follows
+ * the SM clock on current parts; video is not modelled. */
+int nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned int *mhz) {
+    BEGIN_DEV("nvmlDeviceGetClockInfo", dev);
+    const char *v = field(key, "clocks");
+    if (!v) return E_NOT_SUPPORTED;
+    unsigned sm = 0, mem = 0;
+    sscanf(v, "%u %u", &sm, &mem);
+    if (type == 0 || type == 1) *mhz = sm;
+    else if (type == 2) *mhz = mem;
+    else return E_NOT_SUPPORTED;
+    return OK;
+}
+
 /* First call with *count == 0 (or too small) answers INSUFFICIENT_SIZE and the real count. */
 static int processes(const char *fn, nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *out) {
     BEGIN_DEV(fn, dev);
@@ -408,18 +451,14 @@ int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t 
     int name(void) { BEGIN(#name, NULL); return E_NOT_SUPPORTED; }
 STUB(nvmlDeviceGetHandleByUUID)
 STUB(nvmlDeviceGetHandleByPciBusId_v2)
-STUB(nvmlDeviceGetTemperature)
 STUB(nvmlDeviceGetTemperatureV)
 STUB(nvmlDeviceGetFanSpeed)
 STUB(nvmlDeviceGetFanSpeed_v2)
 STUB(nvmlDeviceGetNumFans)
-STUB(nvmlDeviceGetPowerUsage)
 STUB(nvmlDeviceGetTotalEnergyConsumption)
-STUB(nvmlDeviceGetEnforcedPowerLimit)
 STUB(nvmlDeviceGetPowerManagementLimit)
 STUB(nvmlDeviceGetPowerManagementMode)
 STUB(nvmlDeviceGetPerformanceState)
-STUB(nvmlDeviceGetClockInfo)
 STUB(nvmlDeviceGetMaxClockInfo)
 STUB(nvmlDeviceGetClock)
 STUB(nvmlDeviceGetPciInfo_v3)

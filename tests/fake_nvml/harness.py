@@ -72,8 +72,14 @@ def gpu(
     procs: Iterable[tuple[int, int | None]] = (),
     mig: list[dict[str, Any]] | None = None,
     uuid: str | None = None,
+    temp: int | None = None,
+    power: int | None = None,
+    power_limit: int | None = None,
+    clocks: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """One GPU of a scenario. `procs` are (host PID, used bytes or None for "n/a")."""
+    """One GPU of a scenario. `procs` are (host PID, used bytes or None for "n/a"); `temp`
+    (degrees C), `power` and `power_limit` (milliwatts) and `clocks` (SM and memory MHz) are
+    left out by default: the fake then answers NOT_SUPPORTED for them."""
     return {
         "name": name,
         "uuid": uuid or f"GPU-{index:08x}-fake-4000-8000-{index:012x}",
@@ -83,6 +89,10 @@ def gpu(
         "util": util,
         "procs": list(procs),
         "mig": mig,
+        "temp": temp,
+        "power": power,
+        "powerlimit": power_limit,
+        "clocks": clocks,
     }
 
 
@@ -135,11 +145,13 @@ def render(scenario: dict[str, Any]) -> str:
     lines.append(f"count {len(gpus)}")
 
     def device(key: str, d: dict[str, Any]) -> None:
-        for fld in ("name", "uuid", "total", "used", "reserved", "gi"):
+        for fld in ("name", "uuid", "total", "used", "reserved", "gi", "temp", "power",
+                    "powerlimit"):  # fmt: skip
             if d.get(fld) is not None:
                 lines.append(f"dev {key} {fld} {d[fld]}")
-        if d.get("util") is not None:
-            lines.append(f"dev {key} util {d['util'][0]} {d['util'][1]}")
+        for pair in ("util", "clocks"):
+            if d.get(pair) is not None:
+                lines.append(f"dev {key} {pair} {d[pair][0]} {d[pair][1]}")
         gi = d.get("gi")
         for pid, used in d.get("procs", []):
             extra = f" {gi}" if gi is not None else ""

@@ -2,9 +2,11 @@
 
 Wide layout, two lines (the plan's own row shows budget/capacity beside its bar):
     GPU 0 ▲ ███████████████████████│█████████··········· 64.4/46.1 GB
-            OVER BUDGET  cap 85.5  head 20.6  peak 64.4 GB      ▆▆▆▆
-Narrow layout (the screen's `-narrow` class), one line:
-    0   ▲ ████████████████████████│█████████··········· 64.4/46.1 GB OVER
+            OVER BUDGET  cap 85.5  head 20.6  peak 64.4 GB  util 93%  67°C  412/700 W  ▆▆▆▆
+Narrow layout (the screen's `-narrow` class), one line, utilisation beside the figures:
+    0   ▲ ███████████████████████│█████████··········· 64.4/46.1 GB  93% OVER
+A reading the GPU does not give is left out of the row (the detail view says "n/a"); a pane
+too narrow for every figure keeps the free memory, the peak and the readings first, each whole.
 Every row on cards of one size has a bar of the same width, so the budget's mark lines up.
 Colours come from the theme through the GPU panel's component classes (`ROW_STYLES`) and the
 terms' theme variables, resolved once by the panel and handed down in `RowData.styles` (a
@@ -149,6 +151,8 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
     head.append(mark + " ", style(mark_style))
     tail = Text(_figures(data, used, scale, unit))
     if narrow:
+        util = device.utilization_gpu if device is not None and not device.lost else None
+        tail.append(" " + (f"{util}%" if util is not None else "").rjust(4))
         # used/budget, the status word padded to the longest, then a device's error (cropped)
         tail.append(" ")
         tail.append_text(_word(data, style))
@@ -161,7 +165,7 @@ def row_text(data: RowData, width: int, narrow: bool, label: str | None = None) 
         return line
     bar = render_bar(max(4, width - len(head) - len(tail) - 1), scale, terms, used, style)
     indent = " " * len(head)
-    numbers = _numbers(data, unit, style)
+    numbers = _numbers(data, unit, style, width - len(indent))
     return Text.assemble(head, bar, " ", tail, "\n", indent, numbers, no_wrap=True)
 
 
@@ -200,9 +204,15 @@ def _word(data: RowData, style: Callable[[str], Style]) -> Text:
     return text
 
 
-def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
-    """A two-line row's second line: the verdict first (a narrow pane crops the end of the
-    line, never the verdict), then the figures."""
+#: The order a two-line row's figures are kept in when the pane cannot show them all (the
+#: free memory first); they are drawn in `_FIGURE_ORDER`, each whole or not at all.
+_FIGURE_PRIORITY = ("head", "peak", "util", "temp", "power", "cap", "spark")
+_FIGURE_ORDER = ("cap", "head", "peak", "util", "temp", "power", "spark")
+
+
+def _numbers(data: RowData, unit: str, style: Callable[[str], Style], room: int) -> Text:
+    """A two-line row's second line, `room` cells at most: the verdict first (a narrow pane
+    crops the end of the line, never the verdict), then the figures that fit, each whole."""
     budget, device, status = data.budget, data.device, data.status
     text = Text(no_wrap=True)
     if device is None:  # the plan's own row
@@ -223,9 +233,41 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style]) -> Text:
     if device.error:  # said before the numbers, so a narrow pane still shows it
         text.append(f"  ! {shown(device.error)}", style("near"))
     scale = _scale(data)
-    text.append(
-        f"  cap {num(device.memory_total, unit)}  head {num(device.memory_free, unit)}"
-        f"  peak {num(data.peak, unit)} {unit}  "
-    )
-    text.append(sparkline(data.history, scale, SPARK_WIDTH), style("dim"))
+    figures = {
+        "cap": f"cap {num(device.memory_total, unit)}",
+        "head": f"head {num(device.memory_free, unit)}",
+        "peak": f"peak {num(data.peak, unit)} {unit}",
+        **_readings(device),
+        "spark": sparkline(data.history, scale, SPARK_WIDTH),
+    }
+    left = room - len(text)
+    kept = set()
+    for name in _FIGURE_PRIORITY:
+        if name in figures and len(figures[name]) + 2 <= left:
+            kept.add(name)
+            left -= len(figures[name]) + 2
+    for name in _FIGURE_ORDER:
+        if name in kept:
+            text.append("  ")
+            text.append(figures[name], style("dim") if name == "spark" else _PLAIN)
     return text
+
+
+def _readings(device: DeviceSnapshot) -> dict[str, str]:
+    """Utilisation, temperature and power as a row shows them ("util 93%", "67°C",
+    "412/700 W"), each left out when the GPU does not give it."""
+    parts = {}
+    if device.utilization_gpu is not None:
+        parts["util"] = f"util {device.utilization_gpu}%"
+    if device.temperature_c is not None:
+        parts["temp"] = f"{device.temperature_c}°C"
+    if device.power_mw is not None:
+        limit = device.power_limit_mw
+        watts = f"{device.power_mw / 1000:.0f}"
+        parts["power"] = f"{watts}/{limit / 1000:.0f} W" if limit else f"{watts} W"
+    return parts
+
+
+def readings_text(device: DeviceSnapshot) -> str:
+    """The readings of `_readings` as one phrase ("util 93% 67°C 412/700 W")."""
+    return " ".join(_readings(device).values())
