@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -277,7 +278,10 @@ def test_the_seed_plan_answers_full_sharding_with_per_block_wrapping(
     its step time."""
     code, out, _ = run_cli(capsys, "plan", "--fastest", *ANALYSIS_13B_FLAGS)
     assert code == 0
-    assert "fastest: fsdp (full sharding over 4 GPUs, per-block wrapping)" in out
+    # FSDP or ZeRO-3 (the generic stack's books are the same for both; ZeRO-3's offloaded
+    # step runs DeepSpeed's CPU Adam, faster than torch's AdamW on the CPU under FSDP)
+    full = r"fastest: (fsdp|zero3) \(full sharding over 4 GPUs, per-block wrapping\)"
+    assert re.search(full, out)
     names = {s.value for s in Strategy}
     rows = [
         row for line in out.splitlines() if (row := line.split())[1:2] and row[1] in names
@@ -381,7 +385,7 @@ async def test_the_dashboards_key_searches_in_a_worker_and_enter_adopts_the_fast
     app = make_app(plan, None, plan_only_reason="no GPU here (test)")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await pilot.press("x")
+        await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, FastestScreen))
         shown = app.screen
         assert isinstance(shown, FastestScreen)
@@ -393,7 +397,7 @@ async def test_the_dashboards_key_searches_in_a_worker_and_enter_adopts_the_fast
         await wait_for(pilot, lambda: app.screen is screen)
         assert screen.plan == winner and screen.plan.strategy is Strategy.zero3
         # escape keeps the plan
-        await pilot.press("x")
+        await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, FastestScreen))
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)

@@ -167,7 +167,7 @@ def test_readings_are_na_when_the_gpu_does_not_give_them() -> None:
 
 def test_the_alert_log_keeps_near_capacity_after_usage_drops() -> None:
     tracker = AlertTracker(clock=lambda: 0.0)
-    budget = 100 * GB  # no budget alarm: the card is the limit
+    budget = None  # no job's budget: the card is the limit
     tracker.update(_cluster(_device(0, 40 * GB), time=1000.0), budget, "GB")
     tracker.update(_cluster(_device(0, 77 * GB), time=1001.0), budget, "GB")
     tracker.update(_cluster(_device(0, 40 * GB), time=1002.0), budget, "GB")
@@ -175,7 +175,7 @@ def test_the_alert_log_keeps_near_capacity_after_usage_drops() -> None:
     log = list(tracker.log)
     assert [(e.time, e.status) for e in log] == [
         (1001.0, RowStatus.NEAR_CAPACITY),
-        (1002.0, RowStatus.UNDER),
+        (1002.0, RowStatus.UNBUDGETED),
         (1003.0, RowStatus.NEAR_CAPACITY),
     ]
     assert log[0].message.startswith("NEAR CAPACITY: 77.0 GB used") and log[0].gpu == "0"

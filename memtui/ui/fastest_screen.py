@@ -1,4 +1,4 @@
-"""The fastest plan that fits, on the dashboard: the `x` key runs the search in a thread worker
+"""The fastest plan that fits, on the dashboard: the `v` key runs the search in a thread worker
 (`find_fastest`, answered by `FastestFound`) and this screen shows the ranked plans; enter
 adopts the fastest, escape keeps the plan.
 

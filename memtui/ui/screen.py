@@ -132,7 +132,7 @@ class DashboardScreen(MonitorScreen):
                 tooltip="write the plan as its stack's config (DeepSpeed, accelerate...)"),
         Binding("b", "promote_budget", "To budget", id="promote", show=False,
                 tooltip="make the what-if plan the job's budget (what the GPU bars judge)"),
-        Binding("x", "fastest", "Fastest", id="fastest", show=False,
+        Binding("v", "fastest", "Fastest", id="fastest", show=False,
                 tooltip="the fastest plan that fits: search, then enter adopts it"),
     ]  # fmt: skip
 
@@ -403,7 +403,7 @@ class DashboardScreen(MonitorScreen):
                         thread=True, group="export")  # fmt: skip
 
     def action_fastest(self) -> None:
-        """`b`: the fastest plans that fit, searched in a thread worker (FastestFound)."""
+        """`v`: the fastest plans that fit, searched in a thread worker (FastestFound)."""
         self.run_worker(partial(find_fastest, self.post_message, self.plan),
                         thread=True, exclusive=True, group="fastest")  # fmt: skip
 
