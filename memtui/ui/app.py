@@ -3,12 +3,15 @@ source.
 
 It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and calls
 `make_app`, which the tests call too (docs/architecture.md, "A thin App"). App-wide keys: `t` next
-theme, `?` the key list, `q` quit.
+theme, `?` the help (every key and a glossary, memtui/ui/help_screen.py), `q` quit. The
+preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at start; the `u`
+and `t` keys write them back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -19,6 +22,8 @@ from textual.notifications import SeverityLevel
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.text import LINE, shown
+from memtui.ui.preferences import Loaded, Remember
+from memtui.ui.preferences import save as save_preferences
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
@@ -59,8 +64,11 @@ class MemtuiApp(App[None]):
         first_poll: FirstPoll | None,
         snapshot: Path | None = None,
         origin: Origin | None = None,
+        preferences: Loaded | None = None,
     ) -> None:
         super().__init__()
+        self.preferences = preferences
+        """The preferences read at start (None: none are read or written, as in tests)."""
         self._origin = origin
         self._snapshot = snapshot
         self._plan = plan
@@ -75,7 +83,10 @@ class MemtuiApp(App[None]):
         self.memtui_themes = [t.name for t in loaded.themes]
         for theme_obj in loaded.themes:
             self.register_theme(theme_obj)
-        wanted = theme or DEFAULT_THEME
+        if preferences is not None and preferences.problem:
+            self.theme_problems.append(preferences.problem)
+        remembered = preferences.preferences.theme if preferences is not None else None
+        wanted = theme or remembered or DEFAULT_THEME
         if wanted in self.available_themes:
             self.theme = wanted
         else:
@@ -115,7 +126,7 @@ class MemtuiApp(App[None]):
         # the dashboard is the first screen itself (Textual's documented hook), not pushed
         # over the blank default one: the blank screen was laid out and fully drawn first,
         # a frame nobody needed on the way to the first one (benchmarks/profile_ui.py)
-        return DashboardScreen(
+        screen = DashboardScreen(
             self._plan,
             self.source,
             interval=self._interval,
@@ -125,6 +136,12 @@ class MemtuiApp(App[None]):
             first_poll=self._first_poll,
             origin=self._origin,
         )
+        if self.preferences is not None:
+            kept = self.preferences.preferences
+            screen.set_reactive(DashboardScreen.unit, kept.unit)
+            for panel in kept.hidden:  # memtui.tcss hides a panel by these classes
+                screen.add_class(f"-hide-{panel.value}")
+        return screen
 
     def on_mount(self) -> None:
         # on a real terminal the event loop handles the signals, not Textual's driver
@@ -152,13 +169,30 @@ class MemtuiApp(App[None]):
         names = self.memtui_themes or [self.theme]
         index = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(index + 1) % len(names)]
+        self.post_message(Remember(theme=self.theme))
 
     def action_toggle_help(self) -> None:
-        """Show or hide the key list (every binding with its description)."""
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        """Open the help over the current screen (every binding, then the glossary); the
+        help's own keys close it."""
+        from memtui.ui.help_screen import HelpScreen, key_rows
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(key_rows(self, self.screen)))
+
+    def on_remember(self, message: Remember) -> None:
+        """A key changed the unit or the theme: keep it in the preferences file (in a
+        thread: a file write never runs on the event loop)."""
+        if self.preferences is None:
+            return
+        kept = self.preferences.preferences.model_copy(update=message.changes)
+        self.preferences = Loaded(kept, self.preferences.path)
+        self.run_worker(partial(self._save_preferences, self.preferences), thread=True,
+                        exclusive=True, group="preferences")  # fmt: skip
+
+    def _save_preferences(self, loaded: Loaded) -> None:
+        problem = save_preferences(loaded.preferences, loaded.path)
+        if problem is not None:
+            self.call_from_thread(self.notify, problem, title="Preferences", severity="warning")
 
 
 def make_app(
@@ -175,6 +209,7 @@ def make_app(
     first_poll: FirstPoll | None = None,
     snapshot: Path | None = None,
     origin: Origin | None = None,
+    preferences: Loaded | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -182,7 +217,8 @@ def make_app(
     `first_poll` is a poll of `source` already running (the CLI starts it before importing
     Textual), taken as the first snapshot; `snapshot` a PyTorch memory snapshot to open
     over the dashboard (memtui/ui/snapshot_screen.py); `origin` the user's config the plan
-    came from (`--from`), which the export key edits (memtui.plans.roundtrip)."""
+    came from (`--from`), which the export key edits (memtui.plans.roundtrip); `preferences`
+    the user's preferences file as read (memtui/ui/preferences.py), which `u` and `t` update."""
     return MemtuiApp(
         plan,
         source,
@@ -196,4 +232,5 @@ def make_app(
         first_poll=first_poll,
         snapshot=snapshot,
         origin=origin,
+        preferences=preferences,
     )

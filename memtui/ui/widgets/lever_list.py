@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.table import Table
+from rich.text import Text
 from textual.reactive import reactive
 
 from memtui.estimator import Lever
@@ -22,7 +23,7 @@ class LeverView:
     levers: tuple[Lever, ...]
     unit: str
     narrow: bool = False
-    """Leave out the cost column (it folds badly under 100 columns)."""
+    """Under 100 columns: the cost on its own line under the lever, where it has the width."""
 
 
 class LeverList(ViewWidget):
@@ -41,13 +42,27 @@ class LeverList(ViewWidget):
         table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
         table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
         if not view.narrow:
-            table.add_column("Cost", overflow="ellipsis", no_wrap=True, ratio=1)
+            # the cost wraps at words (Rich's default for a cell), never cut mid-word
+            table.add_column("Cost", ratio=1)
         on = self.get_component_rich_style("lever-list--on")
         pending = self.get_component_rich_style("lever-list--pending")
         for lever in view.levers:
             # "on" in place of the saving: a lever already pulled saves nothing more
             cells = [lever.name, "on" if lever.applied else num(lever.saves_bytes, view.unit)]
-            if not view.narrow:
-                cells.append(lever.cost)
-            table.add_row(*cells, style=on if lever.applied else pending)
-        self.show(table, table.row_count + 1)
+            style = on if lever.applied else pending
+            if view.narrow:
+                table.add_row(*cells, style=style)
+                table.add_row(Text(f"  {lever.cost}", overflow="fold"), "", style=style)
+            else:
+                table.add_row(*cells, lever.cost, style=style)
+        # a wrapped cost makes a row taller: the lines Rich lays the table out in at the width
+        # it is drawn at (a dozen rows, cheap); before the first layout, one a row
+        width = self.content_size.width
+        lines = table.row_count + 1
+        if width > 0:
+            console = self.app.console
+            lines = len(console.render_lines(table, console.options.update_width(width)))
+        self.show(table, lines)
+
+    def on_resize(self) -> None:
+        self.redraw()  # the costs wrap again at the new width
