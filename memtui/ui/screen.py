@@ -80,6 +80,10 @@ if TYPE_CHECKING:
 NARROW_BELOW = 100
 #: From this width the main column lays its panels out two side by side (the `-wide` class).
 WIDE_FROM = 160
+#: From this width the footer shows every key it shows (below it, `FOOTER_SECONDARY` hides).
+FULL_FOOTER_FROM = 120
+#: Below this height the process list is shorter, so the levers start above the fold.
+TALL_FROM = 50
 
 #: The panel keys, in the order the panels are drawn: key, panel id, name.
 PANELS = (
@@ -92,7 +96,7 @@ PANELS = (
 )
 
 
-#: Keys the footer leaves out under 100 columns, where not every key fits (`?` lists them all,
+#: Keys the footer leaves out under 120 columns, where not every key fits (`?` lists them all,
 #: and every key still works).
 FOOTER_SECONDARY = frozenset({"theme", "precision", "flash", "checkpointing", "unit", "refresh"})
 
@@ -266,6 +270,10 @@ class DashboardScreen(Screen[None]):
         narrow = width < NARROW_BELOW
         self.set_class(narrow, "-narrow")
         self.set_class(width >= WIDE_FROM, "-wide")
+        # under 120 columns the footer's secondary keys do not fit; under 50 lines the
+        # process list gives the levers room (memtui.tcss)
+        self.set_class(width < FULL_FOOTER_FROM, "-short-footer")
+        self.set_class(self.app.size.height < TALL_FROM, "-short")
         self.query_one(SettingsPanel).narrow = narrow
         self.query_one(GpuPanel).narrow = narrow
         for row in self.query("GpuRow"):

@@ -30,6 +30,16 @@ _SUMMARY = ("method", "precision", "optimizer", "strategy", "micro_batch", "seq_
 _SUMMARY_LABELS = {"micro_batch": "mb", "seq_len": "seq"}
 
 
+def fitted(value: str, width: int) -> str:
+    """`value` in `width` cells without cutting a word where it can: a path or a repo id
+    keeps its last part ("…/Llama-2-7b-hf (6.74B)"); only a single word longer than the
+    width is cut, with an ellipsis, by the caller's truncation."""
+    if len(value) <= width or "/" not in value:
+        return value
+    head, _, tail = value.rpartition("/")
+    return "…/" + tail if len(tail) + 2 <= width or not head else tail
+
+
 class TypeValue(Message):
     """Enter on a number row: the screen asks for the value of setting `key`."""
 
@@ -134,7 +144,7 @@ class SettingsPanel(Widget, can_focus=True):
         for i, setting in visible:
             mine = i == self.cursor
             line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
-            line.append(show(setting.key))
+            line.append(fitted(show(setting.key), width - line.cell_len))
             if mine:
                 line.stylize(cursor_style)
             line.truncate(width, overflow="ellipsis")
