@@ -10,10 +10,12 @@ abbreviations come from the terms' declarations (`TermKind.short`), the others f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -84,15 +86,22 @@ def _where(node: DOMNode) -> str:
         return "anywhere"
     if isinstance(node, Screen):
         return "dashboard"
-    return f"in the {type(node).__name__} (when focused)"
+    # "SettingsPanel" -> "the settings panel"
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(node).__name__).lower()
+    return f"in the {words} (when it has the focus)"
 
 
 def key_rows(app: App[Any], screen: Screen[Any]) -> list[KeyRow]:
     """Every binding of `app`, `screen` and the widgets on it, one row per action (keys that
-    do the same thing joined: "+ / =")."""
+    do the same thing joined: "+ / ="), each key as remapped by the app's keymap where it
+    applies (the screen's active bindings carry the remapped keys by binding id)."""
+    remapped: dict[str, list[Binding]] = {}
+    for active in screen.active_bindings.values():
+        if active.binding.id is not None:
+            remapped.setdefault(active.binding.id, []).append(active.binding)
     nodes: Iterable[DOMNode] = [screen, *screen.walk_children(with_self=False), app]
     rows: dict[tuple[str, str], list[str]] = {}
-    where: dict[tuple[str, str], str] = {}
+    described: dict[tuple[str, str], str] = {}
     seen_actions: set[str] = set()
     for node in nodes:
         for binding in _bindings_of(node):
@@ -103,13 +112,14 @@ def key_rows(app: App[Any], screen: Screen[Any]) -> list[KeyRow]:
             description = binding.description or binding.tooltip or action
             if binding.tooltip and binding.tooltip != description:
                 description = f"{description}: {binding.tooltip}"
-            key = (_where(node), action)
-            shown_key = app.get_key_display(binding)
-            keys = rows.setdefault(key, [])
-            if shown_key not in keys:
-                keys.append(shown_key)
-            where[key] = description
-    return [KeyRow(" / ".join(keys), where[k], k[0]) for k, keys in rows.items()]
+            row = (_where(node), action)
+            keys = rows.setdefault(row, [])
+            for bound in remapped.get(binding.id or "", [binding]):
+                shown_key = app.get_key_display(bound)
+                if shown_key not in keys:
+                    keys.append(shown_key)
+            described[row] = description
+    return [KeyRow(" / ".join(keys), described[row], row[0]) for row, keys in rows.items()]
 
 
 def glossary() -> list[tuple[str, str]]:
@@ -118,29 +128,34 @@ def glossary() -> list[tuple[str, str]]:
     return [*terms, *GLOSSARY]
 
 
-def help_text(rows: list[KeyRow]) -> Table:
-    """The key list by where each key works, the scrolling keys, then the glossary."""
+def _section(title: str, rows: Iterable[tuple[str, str]]) -> list[RenderableType]:
     table = Table.grid(padding=(0, 2))
-    table.add_column(no_wrap=True, style="bold")
+    table.add_column(no_wrap=True, style="bold", min_width=_KEY_WIDTH)
     table.add_column(ratio=1)  # wraps at words: nothing is cut
-    current = None
-    for row in rows:
-        if row.where != current:
-            current = row.where
-            table.add_row(Text(f"Keys {current}", style="bold underline"), "")
-        table.add_row(row.keys, row.description)
-    table.add_row("", "")
-    table.add_row(Text("Panels and scrolling", style="bold underline"), "")
-    table.add_row("1-9", "bring a panel into view (see the dashboard's numbered keys above)")
-    table.add_row("tab / shift+tab", "move the focus to the next / previous focusable panel")
-    table.add_row(
-        "↑ ↓ pgup pgdn home end", "scroll the focused list or page; here: scroll this help"
+    for left, right in rows:
+        table.add_row(left, right)
+    return [Text(title, style="bold underline"), table, Text("")]
+
+
+#: The key column's width, so the sections line up.
+_KEY_WIDTH = 22
+
+
+def help_text(rows: list[KeyRow]) -> Group:
+    """The key list by where each key works, the scrolling keys, then the glossary."""
+    parts: list[RenderableType] = []
+    for where in dict.fromkeys(row.where for row in rows):
+        keys = [(row.keys, row.description) for row in rows if row.where == where]
+        parts += _section(f"Keys {where}", keys)
+    parts += _section(
+        "Panels and scrolling",
+        [
+            ("tab / shift+tab", "move the focus to the next / previous panel that takes it"),
+            ("↑ ↓ pgup pgdn home end", "scroll the focused list or page; here: scroll this help"),
+        ],
     )
-    table.add_row("", "")
-    table.add_row(Text("Glossary", style="bold underline"), "")
-    for short, meaning in glossary():
-        table.add_row(short, meaning)
-    return table
+    parts += _section("Glossary", glossary())
+    return Group(*parts)
 
 
 class HelpScreen(Screen[None]):
