@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
@@ -16,6 +17,15 @@ from textual.reactive import reactive
 from memtui.estimator import Lever
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
+
+
+def _name_and_saving(name: str, saving: str) -> Table:
+    """A lever's name at the left and its saving at the right of one line."""
+    line = Table.grid(expand=True)
+    line.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    line.add_column(justify="right", no_wrap=True, min_width=10)
+    line.add_row(name, saving)
+    return line
 
 
 @dataclass(frozen=True)
@@ -38,23 +48,29 @@ class LeverList(ViewWidget):
     def watch_view(self, view: LeverView | None) -> None:
         if view is None:
             return
-        table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
-        table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
-        table.add_column(f"Saves {view.unit}", justify="right", no_wrap=True)
-        if not view.narrow:
-            # the cost wraps at words (Rich's default for a cell), never cut mid-word
-            table.add_column("Cost", ratio=1)
         on = self.get_component_rich_style("lever-list--on")
         pending = self.get_component_rich_style("lever-list--pending")
+        saves = f"Saves {view.unit}"
+        table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
+        if view.narrow:
+            # one column: each lever's name and saving on a line, its cost under it, wrapped
+            # at words with the whole width (a third column would leave it a dozen cells)
+            table.add_column(_name_and_saving("Lever (in the order to pull)", saves))
+        else:
+            table.add_column("Lever (in the order to pull)", no_wrap=True, overflow="ellipsis")
+            table.add_column(saves, justify="right", no_wrap=True)
+            # the cost wraps at words; only a word longer than the column folds
+            table.add_column("Cost", ratio=1, overflow="fold")
         for lever in view.levers:
             # "on" in place of the saving: a lever already pulled saves nothing more
-            cells = [lever.name, "on" if lever.applied else num(lever.saves_bytes, view.unit)]
+            saving = "on" if lever.applied else num(lever.saves_bytes, view.unit)
             style = on if lever.applied else pending
             if view.narrow:
-                table.add_row(*cells, style=style)
-                table.add_row(Text(f"  {lever.cost}", overflow="fold"), "", style=style)
+                table.add_row(_name_and_saving(lever.name, saving), style=style)
+                table.add_row(Padding(Text(lever.cost, overflow="fold"), (0, 0, 0, 2)),
+                              style=style)  # fmt: skip
             else:
-                table.add_row(*cells, lever.cost, style=style)
+                table.add_row(lever.name, saving, lever.cost, style=style)
         # a wrapped cost makes a row taller: the lines Rich lays the table out in at the width
         # it is drawn at (a dozen rows, cheap); before the first layout, one a row
         width = self.content_size.width
@@ -65,4 +81,6 @@ class LeverList(ViewWidget):
         self.show(table, lines)
 
     def on_resize(self) -> None:
-        self.redraw()  # the costs wrap again at the new width
+        # the costs wrap again at the new width; after this refresh, since a relayout asked
+        # for while the resize is being laid out is not taken
+        self.call_after_refresh(self.redraw)
