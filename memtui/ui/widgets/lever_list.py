@@ -18,6 +18,9 @@ from memtui.estimator import Lever
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
 
+#: The list's width from which the cost is a column beside the saving (the 160-column layout).
+SIDE_BY_SIDE_FROM = 100
+
 
 def _name_and_saving(name: str, saving: str) -> Table:
     """A lever's name at the left and its saving at the right of one line."""
@@ -33,7 +36,8 @@ class LeverView:
     levers: tuple[Lever, ...]
     unit: str
     narrow: bool = False
-    """Under 100 columns: the cost on its own line under the lever, where it has the width."""
+    """Under 100 columns: each cost on its own line under its lever (also whenever the list
+    is narrower than `SIDE_BY_SIDE_FROM`, once it is laid out)."""
 
 
 class LeverList(ViewWidget):
@@ -52,7 +56,12 @@ class LeverList(ViewWidget):
         pending = self.get_component_rich_style("lever-list--pending")
         saves = f"Saves {view.unit}"
         table = Table(box=None, pad_edge=False, expand=True, header_style="bold")
-        if view.narrow:
+        width = self.content_size.width
+        # a cost column narrower than its text wraps into a tall column of words: under
+        # SIDE_BY_SIDE_FROM cells (or before the first layout, on a narrow screen) each cost
+        # goes under its lever instead
+        stacked = width < SIDE_BY_SIDE_FROM if width > 0 else view.narrow
+        if stacked:
             # one column: each lever's name and saving on a line, its cost under it, wrapped
             # at words with the whole width (a third column would leave it a dozen cells)
             table.add_column(_name_and_saving("Lever (in the order to pull)", saves))
@@ -65,7 +74,7 @@ class LeverList(ViewWidget):
             # "on" in place of the saving: a lever already pulled saves nothing more
             saving = "on" if lever.applied else num(lever.saves_bytes, view.unit)
             style = on if lever.applied else pending
-            if view.narrow:
+            if stacked:
                 table.add_row(_name_and_saving(lever.name, saving), style=style)
                 table.add_row(Padding(Text(lever.cost, overflow="fold"), (0, 0, 0, 2)),
                               style=style)  # fmt: skip
@@ -73,7 +82,6 @@ class LeverList(ViewWidget):
                 table.add_row(lever.name, saving, lever.cost, style=style)
         # a wrapped cost makes a row taller: the lines Rich lays the table out in at the width
         # it is drawn at (a dozen rows, cheap); before the first layout, one a row
-        width = self.content_size.width
         lines = table.row_count + 1
         if width > 0:
             console = self.app.console
