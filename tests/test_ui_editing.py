@@ -286,3 +286,20 @@ async def test_an_empty_file_name_is_refused_in_the_dialog(tmp_path: Path) -> No
         await pilot.press("ctrl+a", "ctrl+k", "enter")
         await pilot.pause()
         assert isinstance(app.screen, Ask) and "give a file name" in text_of(app)
+
+
+async def test_quit_from_another_screen_still_asks_to_save() -> None:
+    from textual.screen import Screen
+
+    app = make_app(llama_plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("s")
+        await app.push_screen(Screen())
+        await pilot.press("q")  # the app's own key, over a screen that is not the dashboard
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm) and app.is_running
+        await pilot.press("q")  # asked already: not a second question
+        await pilot.pause()
+        assert len([s for s in app.screen_stack if isinstance(s, Confirm)]) == 1
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.is_running)

@@ -171,6 +171,15 @@ class MemtuiApp(App[None]):
         self.theme = names[(index + 1) % len(names)]
         self.post_message(Remember(theme=self.theme))
 
+    async def action_quit(self) -> None:
+        """Quit from any screen (`q`, ctrl+q); a what-if plan that changed since it was
+        loaded or saved is offered for saving first (the dashboard asks)."""
+        dashboard = next((s for s in self.screen_stack if isinstance(s, DashboardScreen)), None)
+        if dashboard is None:
+            self.exit()
+        else:
+            dashboard.action_request_quit()
+
     def action_toggle_help(self) -> None:
         """Open the help over the current screen (every binding, then the glossary); the
         help's own keys close it."""

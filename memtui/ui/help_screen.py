@@ -45,7 +45,7 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("seq", "sequence length in tokens"),
     ("accum", "gradient accumulation steps per optimizer step"),
     ("ckpt", "activation checkpointing (none, selective, full)"),
-    ("flash", "the attention kernel (FlashAttention, SDPA or eager)"),
+    ("flash", "the attention kernel: flash (no s x s scores kept) or eager"),
     ("prec", "precision of weights and compute (bf16-mixed, fp16, ...)"),
     ("optim", "the optimizer (adamw, 8-bit AdamW, ...)"),
     ("ddp / zero1-3 / fsdp / hsdp", "the sharding strategy: DDP replicates everything; ZeRO "
@@ -148,8 +148,10 @@ def help_text(rows: list[KeyRow]) -> Group:
         keys = [(row.keys, row.description) for row in rows if row.where == where]
         parts += _section(f"Keys {where}", keys)
     parts += _section(
-        "Panels and scrolling",
+        "Dialogs, panels and scrolling",
         [
+            ("escape", "close a dialog (the plan stays as it was) or this help (? and q too)"),
+            ("y / n", "answer a question (save before quitting, overwrite a file)"),
             ("tab / shift+tab", "move the focus to the next / previous panel that takes it"),
             ("↑ ↓ pgup pgdn home end", "scroll the focused list or page; here: scroll this help"),
         ],

@@ -429,6 +429,8 @@ class DashboardScreen(Screen[None]):
     def action_request_quit(self) -> None:
         """`q`: quit, asking first to save a what-if plan that changed since it was loaded
         or saved."""
+        if self.app.screen.is_modal:
+            return  # a question is already asked (the key reached the app from a dialog)
         if not self.edits.changed(self.plan):
             self.app.exit()
             return
