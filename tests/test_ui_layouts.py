@@ -114,3 +114,15 @@ async def test_lever_costs_are_never_cut_mid_word(size: tuple[int, int]) -> None
         for word in re.findall(token, drawn):
             folded = any(word in w for w in longer)
             assert word in whole or folded or re.fullmatch(r"[\d.]+", word), (size, word)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+async def test_the_footer_ends_before_the_edge(size: tuple[int, int]) -> None:
+    """Every key the footer shows is shown whole: under 120 columns it leaves out the
+    secondary keys (the help lists them)."""
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        footer = text_of(app).splitlines()[-1]
+        assert footer.endswith(" "), footer
+        assert ("Theme" in footer) is (size[0] >= 120), footer
