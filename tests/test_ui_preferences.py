@@ -125,3 +125,18 @@ def test_flags_win_over_the_preferences(config_home: Path) -> None:
     path.write_text("interval = 'soon'")
     app = dashboard.build(_args("--demo"))
     assert app._interval == dashboard.DEFAULT_INTERVAL
+
+
+async def test_the_panels_key_hides_and_shows_a_panel_and_keeps_it(config_home: Path) -> None:
+    app = make_app(llama_plan(), preferences=load())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await pilot.press("H")
+        await pilot.pause()
+        assert "Hide or show which panel?" in text_of(app)
+        await pilot.press("5")
+        await wait_for(pilot, lambda: load().preferences.hidden == (Panel.levers,))
+        assert not screen.query_one("#levers").display
+        await pilot.press("H", "5")
+        await wait_for(pilot, lambda: load().preferences.hidden == ())
+        assert screen.query_one("#levers").display

@@ -11,7 +11,7 @@ XDG_CONFIG_HOME, as the XDG Base Directory specification says), parsed by pydant
 Read through `memtui.bounded` (a FIFO or a huge file is refused at once). A file that does not
 read, parse or validate is one line in `Loaded.problem` (the app shows it) and the defaults are
 used: a bad preferences file never stops the dashboard. Flags win over the file
-(`memtui/commands/dashboard.py`); the `u` and `t` keys write it back (`save`, in a thread
+(`memtui/commands/dashboard.py`); the `u`, `t` and `H` keys write it back (`save`, in a thread
 worker, atomically: `memtui.plans.files.write_atomic`).
 """
 
@@ -71,9 +71,9 @@ class Loaded:
 
 
 class Remember(Message):
-    """A key changed a preference (`unit` or `theme`): the app writes the file."""
+    """A key changed a preference (`unit`, `theme`, `hidden`): the app writes the file."""
 
-    def __init__(self, **changes: str) -> None:
+    def __init__(self, **changes: object) -> None:
         super().__init__()
         self.changes = changes
 

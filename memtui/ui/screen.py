@@ -62,7 +62,7 @@ from memtui.ui.plan_edits import (
     wrap_note,
 )
 from memtui.ui.poller import Poller
-from memtui.ui.preferences import Remember
+from memtui.ui.preferences import Panel, Remember
 from memtui.ui.units import UNITS
 from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
 from memtui.ui.widgets.footer import KeyFooter
@@ -131,6 +131,8 @@ class DashboardScreen(Screen[None]):
                 tooltip="back to the plan the dashboard started with (z undoes it)"),
         *(Binding(key, f"show_panel('{panel}')", f"Show {name}", id=f"panel-{panel}",
                   show=False) for key, panel, name in PANELS),
+        Binding("H", "toggle_panel", "Panels", id="panels", show=False,
+                tooltip="hide or show a panel (kept in the preferences)"),
         Binding("o", _step("optimizer"), "Optim", id="optimizer", tooltip="next optimizer"),
         Binding("m", _step("method"), "Method", id="method"),
         Binding("p", _step("precision"), "Prec", id="precision", tooltip="next precision"),
@@ -425,6 +427,23 @@ class DashboardScreen(Screen[None]):
             widget.scroll_visible(top=True, animate=False)
         else:
             self.notify(f"the {panel} panel is hidden by the preferences", timeout=3)
+
+    def action_toggle_panel(self) -> None:
+        """`H`: hide or show a panel by its number (memtui.tcss hides it by a class of the
+        screen); the panels hidden are kept in the preferences."""
+        from memtui.ui.prompts import Confirm
+
+        hideable = {panel.value for panel in Panel}
+        answers = {key: name for key, panel, name in PANELS if panel in hideable}
+
+        def answered(key: str | None) -> None:
+            if key is None:
+                return
+            self.toggle_class(next(f"-hide-{p}" for k, p, _ in PANELS if k == key))
+            hidden = tuple(p for p in Panel if self.has_class(f"-hide-{p.value}"))
+            self.post_message(Remember(hidden=hidden))
+
+        self.app.push_screen(Confirm("Hide or show which panel?", answers), answered)
 
     def action_request_quit(self) -> None:
         """`q`: quit, asking first to save a what-if plan that changed since it was loaded
