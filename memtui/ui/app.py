@@ -4,8 +4,8 @@ source.
 It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and calls
 `make_app`, which the tests call too (docs/architecture.md, "A thin App"). App-wide keys: `t` next
 theme, `?` the help (every key and a glossary, memtui/ui/help_screen.py), `q` quit. The
-preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at start; the `u`, `H`
-and `t` keys write them back.
+preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at start; the
+`u`, `t` and `H` keys write them back.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def make_app(
     Textual), taken as the first snapshot; `snapshot` a PyTorch memory snapshot to open
     over the dashboard (memtui/ui/snapshot_screen.py); `origin` the user's config the plan
     came from (`--from`), which the export key edits (memtui.plans.roundtrip); `preferences`
-    the user's preferences file as read (memtui/ui/preferences.py), which `u`, `t` and `H` update."""
+    the user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update."""
     return MemtuiApp(
         plan,
         source,
