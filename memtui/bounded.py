@@ -57,6 +57,8 @@ MODEL_CONFIG = Kind("model config.json", 8 * MiB)
 # What `memtui estimate --save` / the dashboard's `s` write: about a KiB.
 PLAN = Kind("memtui plan", 1 * MiB)
 THEME = Kind("theme", 1 * MiB)
+# The dashboard's preferences.toml: a few lines.
+PREFERENCES = Kind("preferences", 64 * KiB)
 # A bearer token or `user:password`: a few hundred bytes.
 TOKEN = Kind("token file", 64 * KiB)
 # torch.cuda.memory._dump_snapshot's pickle: its size grows with the trace entries kept

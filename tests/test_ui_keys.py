@@ -24,17 +24,16 @@ from ui_helpers import (
 from memtui.estimator import Attention, Checkpointing, Method, Optimizer, Precision, Strategy
 from memtui.telemetry import NvmlSource, ReplaySource
 from memtui.ui import make_app
+from memtui.ui.help_screen import HelpScreen
 from memtui.ui.widgets.settings_panel import SettingsPanel
 
 
 def help_text(app: Any) -> str:
-    """The text of the help panel's key table, rendered whole (not cropped to the screen)."""
-    from textual.widgets import HelpPanel
-    from textual.widgets._key_panel import BindingsTable
-
-    table = app.screen.query_one(HelpPanel).query_one(BindingsTable)
+    """The text of the help screen's key list and glossary, rendered whole (not cropped to
+    the screen)."""
+    assert isinstance(app.screen, HelpScreen), app.screen
     console = Console(width=200, record=True, file=__import__("io").StringIO())
-    console.print(table.render_bindings_table())
+    console.print(app.screen.body)
     return console.export_text()
 
 
@@ -174,19 +173,19 @@ async def test_theme_help_and_quit_keys(replay_trace: Path) -> None:
         assert app.theme == "memtui-light"
         await pilot.press("t")
         assert app.theme == "memtui-dark"
+        screen = screen_of(app)
         await pilot.press("question_mark")
         await pilot.pause()
         # the help panel's own text (the footer shows some of the same words): every key of
         # the screen and the app, the ones hidden from the footer too
         keys = help_text(app)
-        screen = screen_of(app)
         for binding in [*screen.BINDINGS, *app.BINDINGS]:
             assert isinstance(binding, Binding)
             assert binding.description in keys, binding
         assert "Accum+" in keys and "GPUs-" in keys  # show=False: not in the footer
         await pilot.press("question_mark")
         await pilot.pause()
-        assert not app.screen.query("HelpPanel")
+        assert not isinstance(app.screen, HelpScreen)
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
@@ -213,6 +212,8 @@ async def test_save_key_writes_the_plan_atomically(replay_trace: Path, tmp_path:
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("s", "w")
+        await pilot.pause()
+        await pilot.press("enter")  # the file name offered: the save path
         await wait_for(pilot, target.exists)
         saved = load_plan(target)
         assert saved.strategy is Strategy.fsdp_shard_grad_op
@@ -263,7 +264,11 @@ async def test_enter_steps_a_setting_or_opens_the_picker_and_pages_scroll(
         from memtui.ui.plan_edits import BY_KEY, SETTINGS
 
         rows_down = ["down"] * SETTINGS.index(BY_KEY["gpus_per_node"])
-        await pilot.press(*rows_down, "enter")  # GPUs/node one up
+        # a number row: enter asks for the value (it no longer steps it)
+        await pilot.press(*rows_down, "enter")
+        await pilot.pause()
+        await pilot.press("ctrl+a", "ctrl+k", "9", "enter")
+        await pilot.pause()
         assert screen.plan.hardware.gpus_per_node == 9
         main = app.screen.query_one("#main")
         assert main.scroll_y == 0

@@ -490,6 +490,8 @@ async def test_the_save_key_says_why_a_path_cannot_take_the_plan(tmp_path: Path)
     app = make_app(llama_plan(), save_path=fifo)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await pilot.press("w")
+        await pilot.pause()
+        await pilot.press("enter")  # the file name offered: the save path
         await wait_for(pilot, lambda: "not a regular file" in text_of(app))
         assert "saved" not in text_of(app)
 
@@ -515,6 +517,8 @@ async def test_save_key_writes_the_save_path_and_says_where(tmp_path: Path) -> N
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("s", "w")
+        await pilot.pause()
+        await pilot.press("enter")  # the file name offered: the --save path
         await wait_for(pilot, out.exists)
         await pilot.pause()
         assert load_plan(out).strategy is Strategy.fsdp_shard_grad_op

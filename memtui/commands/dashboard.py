@@ -54,6 +54,12 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         help="open a PyTorch memory snapshot (or memory_stats JSON) over the dashboard (key F)",
     )
     add_plan_arguments(parser)
+    # no --interval given: the preferences file's, else 1 s (`build`)
+    parser.set_defaults(interval=None)
+
+
+#: Seconds between polls when neither --interval nor the preferences say.
+DEFAULT_INTERVAL = 1.0
 
 
 def register(sub: Any) -> None:
@@ -74,7 +80,11 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
     composes (docs/architecture.md, "Measuring and checking": start to first full frame)."""
     from memtui.telemetry import FirstPoll
+    from memtui.ui.preferences import load as load_preferences
 
+    preferences = load_preferences()  # a bad file is a note on screen, never an error here
+    if args.interval is None:  # flags win over the preferences
+        args.interval = preferences.preferences.interval or DEFAULT_INTERVAL
     check_source_arguments(args)
     first: FirstPoll | None = None
     if args.replay and not Path(args.replay).is_file():
@@ -116,6 +126,7 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         snapshot=Path(args.snapshot) if args.snapshot else None,
         origin=origin,
         budget_from=_budget_from(args),
+        preferences=preferences,
     )
 
 

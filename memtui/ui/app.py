@@ -3,12 +3,15 @@ source.
 
 It parses nothing: `memtui/commands/dashboard.py` turns flags into a Plan and a source and calls
 `make_app`, which the tests call too (docs/architecture.md, "A thin App"). App-wide keys: `t` next
-theme, `?` the key list, `q` quit.
+theme, `?` the help (every key and a glossary, memtui/ui/help_screen.py), `q` quit. The
+preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at start; the
+`u`, `t` and `H` keys write them back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -20,6 +23,8 @@ from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
 from memtui.text import LINE, shown
 from memtui.ui.budgets import GIVEN, BudgetSource
+from memtui.ui.preferences import Loaded, Remember
+from memtui.ui.preferences import save as save_preferences
 from memtui.ui.screen import DashboardScreen
 from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
@@ -61,8 +66,11 @@ class MemtuiApp(App[None]):
         snapshot: Path | None = None,
         origin: Origin | None = None,
         budget_from: BudgetSource | None = GIVEN,
+        preferences: Loaded | None = None,
     ) -> None:
         super().__init__()
+        self.preferences = preferences
+        """The preferences read at start (None: none are read or written, as in tests)."""
         self._origin = origin
         self._budget_from = budget_from
         self._snapshot = snapshot
@@ -78,7 +86,10 @@ class MemtuiApp(App[None]):
         self.memtui_themes = [t.name for t in loaded.themes]
         for theme_obj in loaded.themes:
             self.register_theme(theme_obj)
-        wanted = theme or DEFAULT_THEME
+        if preferences is not None and preferences.problem:
+            self.theme_problems.append(preferences.problem)
+        remembered = preferences.preferences.theme if preferences is not None else None
+        wanted = theme or remembered or DEFAULT_THEME
         if wanted in self.available_themes:
             self.theme = wanted
         else:
@@ -118,7 +129,7 @@ class MemtuiApp(App[None]):
         # the dashboard is the first screen itself (Textual's documented hook), not pushed
         # over the blank default one: the blank screen was laid out and fully drawn first,
         # a frame nobody needed on the way to the first one (benchmarks/profile_ui.py)
-        return DashboardScreen(
+        screen = DashboardScreen(
             self._plan,
             self.source,
             interval=self._interval,
@@ -129,6 +140,12 @@ class MemtuiApp(App[None]):
             origin=self._origin,
             budget_from=self._budget_from,
         )
+        if self.preferences is not None:
+            kept = self.preferences.preferences
+            screen.set_reactive(DashboardScreen.unit, kept.unit)
+            for panel in kept.hidden:  # memtui.tcss hides a panel by these classes
+                screen.add_class(f"-hide-{panel.value}")
+        return screen
 
     def on_mount(self) -> None:
         # on a real terminal the event loop handles the signals, not Textual's driver
@@ -156,13 +173,39 @@ class MemtuiApp(App[None]):
         names = self.memtui_themes or [self.theme]
         index = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(index + 1) % len(names)]
+        self.post_message(Remember(theme=self.theme))
+
+    async def action_quit(self) -> None:
+        """Quit from any screen (`q`, ctrl+q); a what-if plan that changed since it was
+        loaded or saved is offered for saving first (the dashboard asks)."""
+        dashboard = next((s for s in self.screen_stack if isinstance(s, DashboardScreen)), None)
+        if dashboard is None:
+            self.exit()
+        else:
+            dashboard.action_request_quit()
 
     def action_toggle_help(self) -> None:
-        """Show or hide the key list (every binding with its description)."""
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        """Open the help over the current screen (every binding, then the glossary); the
+        help's own keys close it."""
+        from memtui.ui.help_screen import HelpScreen, key_rows
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(key_rows(self, self.screen)))
+
+    def on_remember(self, message: Remember) -> None:
+        """A key changed the unit or the theme: keep it in the preferences file (in a
+        thread: a file write never runs on the event loop)."""
+        if self.preferences is None:
+            return
+        kept = self.preferences.preferences.model_copy(update=message.changes)
+        self.preferences = Loaded(kept, self.preferences.path)
+        self.run_worker(partial(self._save_preferences, self.preferences), thread=True,
+                        exclusive=True, group="preferences")  # fmt: skip
+
+    def _save_preferences(self, loaded: Loaded) -> None:
+        problem = save_preferences(loaded.preferences, loaded.path)
+        if problem is not None:
+            self.call_from_thread(self.notify, problem, title="Preferences", severity="warning")
 
 
 def make_app(
@@ -180,6 +223,7 @@ def make_app(
     snapshot: Path | None = None,
     origin: Origin | None = None,
     budget_from: BudgetSource | None = GIVEN,
+    preferences: Loaded | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -189,7 +233,8 @@ def make_app(
     over the dashboard (memtui/ui/snapshot_screen.py); `origin` the user's config the plan
     came from (`--from`), which the export key edits (memtui.plans.roundtrip); `budget_from`
     where `plan` came from when it is the running job's budget (`GIVEN` by default; None: no
-    job's budget, the GPU rows show capacity only, memtui/ui/budgets.py)."""
+    job's budget, the GPU rows show capacity only, memtui/ui/budgets.py); `preferences` the
+    user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update."""
     return MemtuiApp(
         plan,
         source,
@@ -204,4 +249,5 @@ def make_app(
         snapshot=snapshot,
         origin=origin,
         budget_from=budget_from,
+        preferences=preferences,
     )

@@ -28,7 +28,15 @@ from textual.message import Message
 from memtui.errors import MemtuiError
 from memtui.telemetry import ClusterSnapshot, SourceKind, TelemetrySource
 from memtui.ui.alerts import Notice
-from memtui.ui.messages import ExportWritten, JobPlanned, JobsFound, PlanSaved, Work, WorkFailed
+from memtui.ui.messages import (
+    ExportWritten,
+    JobPlanned,
+    JobsFound,
+    PlanExists,
+    PlanSaved,
+    Work,
+    WorkFailed,
+)
 
 if TYPE_CHECKING:
     from memtui.estimator import Plan
@@ -169,15 +177,20 @@ def write_export(post: Post, export: Export, folder: Path) -> None:
     post(ExportWritten(fmt, written.resolve()))
 
 
-def write_plan(post: Post, plan: Plan, path: Path) -> None:
+def write_plan(post: Post, plan: Plan, path: Path, force: bool = False) -> None:
     """`plan` saved to `path` as memtui's TOML, as `PlanSaved` (file I/O and fsync here, off
-    the event loop)."""
+    the event loop); an existing file only with `force`, else `PlanExists`, and never a
+    folder, a device or a pipe (`memtui.plans.files.new_target`'s rules)."""
+    from memtui.plans.files import new_target
     from memtui.plans.memtui_toml import save_plan
 
     try:
-        written = save_plan(plan, path)
-    except OSError as err:
+        if not force and path.expanduser().is_file():
+            post(PlanExists(path))
+            return
+        written = save_plan(plan, new_target(path, force=True))
+    except (OSError, MemtuiError) as err:
         post(WorkFailed(Work.SAVE, f"cannot save {path}: {err}"))
         return
     # the whole path: a relative one does not say which folder
-    post(PlanSaved(written.resolve()))
+    post(PlanSaved(written.resolve(), plan))

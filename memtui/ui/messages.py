@@ -92,7 +92,16 @@ class ExportWritten(Message):
 
 
 class PlanSaved(Message):
-    """The plan was saved as memtui's TOML to `path`."""
+    """`plan` was saved as memtui's TOML to `path`."""
+
+    def __init__(self, path: Path, plan: Plan) -> None:
+        super().__init__()
+        self.path = path
+        self.plan = plan
+
+
+class PlanExists(Message):
+    """The save key's file exists: the screen asks before it is overwritten."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()

@@ -49,14 +49,24 @@ from memtui.ui.messages import (
     JobPlanned,
     JobsFound,
     PickModel,
+    PlanExists,
     PlanSaved,
     StepSetting,
     TelemetryArrived,
     WorkFailed,
 )
 from memtui.ui.monitor_screen import MonitorScreen
-from memtui.ui.plan_edits import PlanEditError, step, with_model
+from memtui.ui.plan_edits import (
+    BY_KEY,
+    PlanEditError,
+    PlanHistory,
+    set_typed,
+    step,
+    with_model,
+    wrap_note,
+)
 from memtui.ui.poller import Poller
+from memtui.ui.preferences import Panel, Remember
 from memtui.ui.units import UNITS, size
 from memtui.ui.widgets.budget_compare import BudgetCompare, CompareView
 from memtui.ui.widgets.communication import CommunicationLine, CommunicationView
@@ -65,7 +75,7 @@ from memtui.ui.widgets.gpu_panel import GpuPanel, PanelView
 from memtui.ui.widgets.lever_list import LeverList, LeverView
 from memtui.ui.widgets.oom_line import OomLine
 from memtui.ui.widgets.process_table import ProcessTable, ProcessView
-from memtui.ui.widgets.settings_panel import SettingsPanel
+from memtui.ui.widgets.settings_panel import SettingsPanel, TypeValue
 from memtui.ui.widgets.status_line import StatusLine, StatusView
 from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
@@ -74,9 +84,25 @@ if TYPE_CHECKING:
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
+#: From this width the main column lays its panels out two side by side (the `-wide` class).
+WIDE_FROM = 160
+#: From this width the footer shows every key it shows (below it, `FOOTER_SECONDARY` hides).
+FULL_FOOTER_FROM = 120
+#: Below this height the process list is shorter, so the levers start above the fold.
+TALL_FROM = 50
+
+#: The panel keys, in the order the panels are drawn: key, panel id, name.
+PANELS = (
+    ("1", "settings", "settings"),
+    ("2", "gpus", "GPUs"),
+    ("3", "strategies", "strategies"),
+    ("4", "processes", "processes"),
+    ("5", "levers", "levers"),
+    ("6", "communication", "communication"),
+)
 
 
-#: Keys the footer leaves out under 100 columns, where not every key fits (`?` lists them all,
+#: Keys the footer leaves out under 120 columns, where not every key fits (`?` lists them all,
 #: and every key still works).
 FOOTER_SECONDARY = frozenset({"theme", "precision", "flash", "checkpointing", "unit", "refresh"})
 
@@ -96,8 +122,23 @@ class DashboardScreen(MonitorScreen):
         # the app-wide keys first: the footer lists bindings in order and crops the rest
         Binding("t", "app.next_theme", "Theme", id="theme"),
         Binding("question_mark", "app.toggle_help", "Keys", id="help"),
-        Binding("q", "app.quit", "Quit", id="quit"),
+        Binding("q", "request_quit", "Quit", id="quit", tooltip="asks to save a changed plan"),
         Binding("s", _step("strategy"), "Strategy", id="strategy"),
+        Binding("S", _step("strategy", -1), "Strategy back", id="strategy-back", show=False),
+        Binding("O", _step("optimizer", -1), "Optim back", id="optimizer-back", show=False),
+        Binding("M", _step("method", -1), "Method back", id="method-back", show=False),
+        Binding("P", _step("precision", -1), "Prec back", id="precision-back", show=False),
+        Binding("C", _step("checkpointing", -1), "Ckpt back", id="checkpointing-back",
+                show=False),
+        Binding("K", _step("gpu", -1), "Card back", id="card-back", show=False),
+        Binding("z", "undo", "Undo", id="undo", show=False, tooltip="undo the last plan edit"),
+        Binding("Z", "redo", "Redo", id="redo", show=False, tooltip="redo what z undid"),
+        Binding("R", "reset_plan", "Reset", id="reset", show=False,
+                tooltip="back to the plan the dashboard started with (z undoes it)"),
+        *(Binding(key, f"show_panel('{panel}')", f"Show {name}", id=f"panel-{panel}",
+                  show=False) for key, panel, name in PANELS),
+        Binding("H", "toggle_panel", "Panels", id="panels", show=False,
+                tooltip="hide or show a panel (kept in the preferences)"),
         Binding("o", _step("optimizer"), "Optim", id="optimizer", tooltip="next optimizer"),
         Binding("m", _step("method"), "Method", id="method"),
         Binding("p", _step("precision"), "Prec", id="precision", tooltip="next precision"),
@@ -114,7 +155,8 @@ class DashboardScreen(MonitorScreen):
         Binding("A", _step("grad_accum", -1), "Accum-", id="accum-down", show=False),
         Binding("slash", "pick_model", "Model", id="model"),
         Binding("u", "toggle_unit", "Unit", id="unit", tooltip="GB (10^9) or GiB (2^30)"),
-        Binding("w", "save_plan", "Save", id="save", tooltip="save the plan as TOML"),
+        Binding("w", "save_plan", "Save", id="save",
+                tooltip="save the plan as TOML (asks for the file name)"),
         Binding("r", "poll_now", "Poll", id="refresh", tooltip="poll telemetry now"),
         Binding(
             "x",
@@ -187,6 +229,9 @@ class DashboardScreen(MonitorScreen):
         self.jobs = JobWatch()
         """The jobs on the GPUs, for the attach key (j) and the status line."""
         self._plan = plan
+        self.edits = PlanHistory.starting(plan)
+        """The what-if plan's edits: undo, redo, reset, and whether quitting asks to save."""
+        self._quit_after_save = False
 
     @property
     def plan(self) -> Plan:
@@ -204,6 +249,7 @@ class DashboardScreen(MonitorScreen):
             self._take(first)
             fitted = self._fitted_plan(first)
             if fitted is not None and fitted != self.plan:
+                self.edits.follow(self.plan, fitted)
                 self._unfitted, self._plan = self.plan, fitted  # estimated once, in on_mount
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
         # wide: settings and strategies on the left, GPUs, processes, levers on the right;
@@ -248,6 +294,11 @@ class DashboardScreen(MonitorScreen):
     def _apply_width(self, width: int) -> None:
         narrow = width < NARROW_BELOW
         self.set_class(narrow, "-narrow")
+        self.set_class(width >= WIDE_FROM, "-wide")
+        # under 120 columns the footer's secondary keys do not fit; under 50 lines the
+        # process list gives the levers room (memtui.tcss)
+        self.set_class(width < FULL_FOOTER_FROM, "-short-footer")
+        self.set_class(self.app.size.height < TALL_FROM, "-short")
         self.query_one(SettingsPanel).narrow = narrow
         self.query_one(GpuPanel).narrow = narrow
         for row in self.query("GpuRow"):
@@ -339,11 +390,114 @@ class DashboardScreen(MonitorScreen):
     # -- keys ----------------------------------------------------------------------
 
     def action_step(self, key: str, direction: int) -> None:
-        """Move one setting one step; an impossible value is said, not applied."""
+        """Move one setting one step; an impossible value is said, not applied, and a step
+        round the end of a list says so."""
+        before = self.plan
         try:
-            self._adopt(step(self.plan, key, direction))
+            self._edit(step(before, key, direction))
         except PlanEditError as err:
             self._show(self.alerts.refused(str(err)))
+            return
+        wrapped = wrap_note(key, before, self.plan, direction)
+        if wrapped is not None:
+            self.notify(wrapped, title="Wrapped", timeout=3)
+
+    def _edit(self, plan: Plan) -> bool:
+        """Adopt an edit of the what-if plan, kept for undo; False when it was refused."""
+        before = self.plan
+        accepted = self._adopt(plan)
+        if accepted and self.plan != before:
+            self.edits.record(before)
+        return accepted
+
+    def action_undo(self) -> None:
+        """`z`: the plan before the last edit."""
+        self._travel(self.edits.undo(self.plan), "nothing to undo")
+
+    def action_redo(self) -> None:
+        """`Z`: the edit the last undo took back."""
+        self._travel(self.edits.redo(self.plan), "nothing to redo")
+
+    def _travel(self, plan: Plan | None, none: str) -> None:
+        if plan is None:
+            self.notify(none, title="Plan", timeout=3)
+        else:
+            self._adopt(plan)
+
+    def action_reset_plan(self) -> None:
+        """`R`: the plan the dashboard started with (an edit itself: `z` undoes it)."""
+        if self._edit(self.edits.start):
+            self.notify("plan reset to the one the dashboard started with", title="Plan")
+
+    @on(TypeValue)
+    def _on_type_value(self, message: TypeValue) -> None:
+        """Enter on a number row: ask for the value; the dialog keeps a bad one to itself."""
+        from memtui.ui.prompts import Ask
+
+        setting = BY_KEY[message.key]
+        self.app.push_screen(
+            Ask(
+                f"{setting.label} (now {setting.show(self.plan)}):",
+                setting.show(self.plan),
+                partial(set_typed, self.plan, message.key),
+                "enter sets it, escape keeps the plan as it is",
+            ),
+            self._typed,
+        )
+
+    def _typed(self, plan: Plan | None) -> None:
+        if plan is not None:
+            self._edit(plan)
+
+    def action_show_panel(self, panel: str) -> None:
+        """`1`-`6`: bring a panel into view (the settings take the focus)."""
+        widget = self.strategy_table if panel == "strategies" else self.query_one(f"#{panel}")
+        if panel == "settings":
+            widget.focus()
+        if widget.display:
+            widget.scroll_visible(top=True, animate=False)
+        else:
+            self.notify(f"the {panel} panel is hidden by the preferences", timeout=3)
+
+    def action_toggle_panel(self) -> None:
+        """`H`: hide or show a panel by its number (memtui.tcss hides it by a class of the
+        screen); the panels hidden are kept in the preferences."""
+        from memtui.ui.prompts import Confirm
+
+        hideable = {panel.value for panel in Panel}
+        answers = {key: name for key, panel, name in PANELS if panel in hideable}
+
+        def answered(key: str | None) -> None:
+            if key is None:
+                return
+            self.toggle_class(next(f"-hide-{p}" for k, p, _ in PANELS if k == key))
+            hidden = tuple(p for p in Panel if self.has_class(f"-hide-{p.value}"))
+            self.post_message(Remember(hidden=hidden))
+
+        self.app.push_screen(Confirm("Hide or show which panel?", answers), answered)
+
+    def action_request_quit(self) -> None:
+        """`q`: quit, asking first to save a what-if plan that changed since it was loaded
+        or saved."""
+        if self.app.screen.is_modal:
+            return  # a question is already asked (the key reached the app from a dialog)
+        if not self.edits.changed(self.plan):
+            self.app.exit()
+            return
+        from memtui.ui.prompts import Confirm
+
+        def answered(key: str | None) -> None:
+            if key == "n":
+                self.app.exit()
+            elif key == "y":
+                self._quit_after_save = True
+                self.action_save_plan()
+
+        self.app.push_screen(
+            Confirm("The plan changed. Save it before quitting?",
+                    {"y": "save", "n": "quit without saving"}),
+            answered,
+        )  # fmt: skip
 
     @on(StepSetting)
     def _on_step(self, message: StepSetting) -> None:
@@ -358,7 +512,7 @@ class DashboardScreen(MonitorScreen):
             if spec is None:
                 return
             try:
-                self._adopt(with_model(self.plan, spec))
+                self._edit(with_model(self.plan, spec))
             except PlanEditError as err:
                 self.notify(f"kept {self.plan.model.name}: {err}", title="Not changed",
                             severity="warning")  # fmt: skip
@@ -367,6 +521,7 @@ class DashboardScreen(MonitorScreen):
 
     def action_toggle_unit(self) -> None:
         self.unit = UNITS[(UNITS.index(self.unit) + 1) % len(UNITS)]
+        self.post_message(Remember(unit=self.unit))  # the app keeps it in the preferences
 
     def action_scroll_main(self, direction: int) -> None:
         main = self.query_one("#main", VerticalScroll)
@@ -419,7 +574,25 @@ class DashboardScreen(MonitorScreen):
         self.app.push_screen(FastestScreen(message.found, self.unit), chosen)
 
     def action_save_plan(self) -> None:
-        self.run_worker(partial(write_plan, self.post_message, self.plan, self.save_path),
+        """`w`: ask for the file name (the last one offered), then write it; an existing file
+        is overwritten only when the user says so (`PlanExists`)."""
+        from memtui.ui.prompts import Ask, file_name
+
+        def named(path: Path | None) -> None:
+            if path is None:
+                self._quit_after_save = False
+            else:
+                self._write_plan(path, force=False)
+
+        self.app.push_screen(
+            Ask("Save the plan as:", str(self.save_path), file_name,
+                "enter saves (an existing file is not replaced without asking), escape cancels"),
+            named,
+        )  # fmt: skip
+
+    def _write_plan(self, path: Path, force: bool) -> None:
+        self.save_path = path
+        self.run_worker(partial(write_plan, self.post_message, self.plan, path, force),
                         thread=True, exclusive=True, group="save")  # fmt: skip
 
     def action_promote_budget(self) -> None:
@@ -444,6 +617,22 @@ class DashboardScreen(MonitorScreen):
         self._push_telemetry()
         self.notify(f"{size(self.report.budget.total, self.unit)} per GPU, from {source}",
                     title="Job's budget")  # fmt: skip
+
+    @on(PlanExists)
+    def _on_plan_exists(self, message: PlanExists) -> None:
+        from memtui.ui.prompts import Confirm
+
+        def answered(key: str | None) -> None:
+            if key == "y":
+                self._write_plan(message.path, force=True)
+            else:
+                self._quit_after_save = False
+
+        self.app.push_screen(
+            Confirm(f"{message.path} exists. Overwrite it?",
+                    {"y": "overwrite", "n": "keep it"}),
+            answered,
+        )  # fmt: skip
 
     @on(JobsFound)
     def _on_jobs_found(self, message: JobsFound) -> None:
@@ -475,12 +664,17 @@ class DashboardScreen(MonitorScreen):
 
     @on(PlanSaved)
     def _on_plan_saved(self, message: PlanSaved) -> None:
+        self.edits.saved = message.plan
+        if self._quit_after_save:
+            self.app.exit()
+            return
         self._note = f"plan saved to {message.path}"
         self.notify(self._note, title="Saved")
         self._push_telemetry()
 
     @on(WorkFailed)
     def _on_work_failed(self, message: WorkFailed) -> None:
+        self._quit_after_save = False
         self.notify(message.reason, title=message.work.value, severity="error")
 
     # -- telemetry -----------------------------------------------------------------
@@ -509,6 +703,7 @@ class DashboardScreen(MonitorScreen):
             self.run_worker(partial(look_for_jobs, self.post_message, pids), thread=True,
                             exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
+        before = self.plan
         if fitted is not None and fitted != self.plan:
             job = self.job_budget
             if job is not None and job.source.kind.at_start and job.plan == self.plan:
@@ -516,6 +711,7 @@ class DashboardScreen(MonitorScreen):
             adopted = self._adopt(fitted)
             self._budget_from = None
             if adopted:
+                self.edits.follow(before, fitted)  # sized to the GPUs: not an edit to undo
                 self._untouched = self.plan
                 return  # estimated: every widget already has this poll
         self._reclassify()

@@ -25,7 +25,7 @@ from textual.widgets._footer import FooterKey
 
 class KeyFooter(Footer):
     """The key bar. `secondary` names the actions whose keys carry the `-secondary` class
-    (hidden by the stylesheet under 100 columns: 80 columns cannot hold every key)."""
+    (hidden by the stylesheet under 120 columns: 100 columns cannot hold every key)."""
 
     DEFAULT_CSS = """
     /* compact: one space between a group's label and the next key ("seq / Model"), and
