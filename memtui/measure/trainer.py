@@ -200,9 +200,16 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
             return out
 
         def _known(self) -> list[torch.Tensor]:
-            """Trainer's own running tensors (the loss it accumulates for logging)."""
+            """Trainer's own running tensors (the loss it accumulates for logging) and the
+            weights of the other models a TRL trainer keeps (DPOTrainer.ref_model): their
+            slices and transposes in the forward are views of weights loaded before the
+            step, not allocations of it."""
             tr_loss = getattr(self, "_tr_loss", None)
-            return [tr_loss] if isinstance(tr_loss, torch.Tensor) else []
+            known = [tr_loss] if isinstance(tr_loss, torch.Tensor) else []
+            other = getattr(self, "ref_model", None)
+            if isinstance(other, torch.nn.Module):
+                known += [*other.parameters(), *other.buffers()]
+            return known
 
     return Measured
 
