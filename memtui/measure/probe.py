@@ -24,6 +24,12 @@ ACT, LOGITS, BWD, STEP = "activations", "logits", "backward", "step"
 COPIES = "weight copies"
 """bf16 copies of fp32 weights made by autocast (a stack's backward buffers, not activations)."""
 GATHERED = "gathered"
+LOG_PROBS = "log-probs"
+"""Per-token fp32 log-probs of a TRL objective (rows x (seq - 1)), outside the loss head."""
+CPU_FOLD = "cpu fold"
+"""What TRL's torch fold of the fused head's tiles allocates on CPU, where CUDA runs Triton
+kernels that allocate nothing (trl/kernels/chunked_logprob.py `_forward_tile`,
+`_backward_tile`, `_addmm_fp32`'s fp32 casts)."""
 """Storages grown in place during the step: FSDP2's unsharded parameters."""
 
 
@@ -83,6 +89,8 @@ class StepProbe:
     held: Callable[[torch.nn.Module], Iterable[torch.Tensor]] | None = None
     """Tensors the stack holds over from earlier micro-batches (FSDP2's unsharded gradients
     under no_sync): counted with its buffers from the start."""
+    log_probs: bool = False
+    """Class fp32 (micro_batch, seq_len - 1) storages as per-token log-probs (a TRL step)."""
     notes: list[str] = field(default_factory=list)
     tracker: LiveTracker | None = None
     static: dict[str, int] = field(default_factory=dict)
@@ -94,6 +102,8 @@ class StepProbe:
     step_peak: int = 0
     buffers: int = 0
     batch: int = 0
+    log_prob_bytes: int = 0
+    fold_bytes: int = 0
     done: bool = False
     _trainable: list[torch.Tensor] = field(default_factory=list)
 
@@ -102,6 +112,12 @@ class StepProbe:
             return STEP
         if is_logits(t, self.vocab, self.micro_batch, self.seq_len):
             return LOGITS
+        if (
+            self.log_probs
+            and t.dtype == torch.float32
+            and tuple(t.shape) == (self.micro_batch, self.seq_len - 1)
+        ):
+            return LOG_PROBS
         if phase == "forward":
             return ACT
         if (tuple(t.shape), t.dtype) in self.unsharded:
@@ -163,6 +179,8 @@ class StepProbe:
         # the peak): the buffers' share, as the estimator's transient term means it
         self.buffers = self.fb_peak - t.rest_peak
         self.logits = t.class_peak[LOGITS]
+        self.log_prob_bytes = t.class_peak[LOG_PROBS]
+        self.fold_bytes = self.fb_detail.get(CPU_FOLD, 0)
         self.leftover = t.current
         t.phase = STEP
         t.reset_peak()
@@ -196,4 +214,6 @@ class StepProbe:
             fake=False,
             notes=notes,
             backward_buffers=self.buffers,
+            log_probs=self.log_prob_bytes,
+            cpu_fold=self.fold_bytes,
         )

@@ -33,7 +33,7 @@ from memtui.estimator.choices import LossKind, Method, Objective, Precision
 from memtui.estimator.plan import Plan
 from memtui.measure.build import hf_model
 from memtui.measure.measurement import Measurement, Unsupported
-from memtui.measure.probe import LOGITS, StepProbe
+from memtui.measure.probe import CPU_FOLD, LOGITS, StepProbe
 from memtui.measure.tracker import storage_bytes
 from memtui.measure.trainer import (
     ACCUMULATION,
@@ -43,6 +43,8 @@ from memtui.measure.trainer import (
     lora_config,
 )
 
+CPU_FOLDS = ("_forward_tile", "_backward_tile", "_addmm_fp32")
+"""trl/kernels/chunked_logprob.py's CPU stand-ins for its Triton kernels (TRL 1.16)."""
 MEASURED_OBJECTIVES = (Objective.dpo,)
 """The objectives with a CPU runner here; the others are refused with a reason."""
 
@@ -60,33 +62,41 @@ def check_objective_plan(plan: Plan) -> None:
 def head_as_logits(probe: StepProbe) -> Iterator[None]:
     """Class every storage TRL's fused LM head allocates (trl/kernels/chunked_logprob.py
     ChunkedLogProbFunction.forward and .backward: its tiles, fp32 statistics and gradient
-    accumulators) with the logits, the estimator's loss-head term, whatever its shape."""
+    accumulators) with the logits, the estimator's loss-head term, whatever its shape; and
+    what its torch fold of the tiles allocates on CPU (`_forward_tile`, `_backward_tile`, the
+    fp32 casts of `_addmm_fp32`, each looked up as a module global at call time) apart, as
+    CPU-only: on CUDA the Triton kernels and torch.addmm(out_dtype=float32) allocate none."""
     from trl.kernels import chunked_logprob
 
     function = chunked_logprob.ChunkedLogProbFunction
-    originals = {name: function.__dict__[name] for name in ("forward", "backward")}
+    methods = {name: function.__dict__[name] for name in ("forward", "backward")}
+    folds = {name: getattr(chunked_logprob, name) for name in CPU_FOLDS}
 
-    def wrap(fn: Any) -> Any:
+    def classed(fn: Any, cls: str) -> Any:
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
             tracker = probe.tracker if not probe.done else None
             if tracker is None:
                 return fn(*args, **kwargs)
-            before, tracker.inside = tracker.inside, LOGITS
+            before, tracker.inside = tracker.inside, cls
             try:
                 return fn(*args, **kwargs)
             finally:
                 tracker.inside = before
 
-        return staticmethod(inner)
+        return inner
 
-    for name, method in originals.items():
-        setattr(function, name, wrap(method.__func__))
+    for name, method in methods.items():
+        setattr(function, name, staticmethod(classed(method.__func__, LOGITS)))
+    for name, fold in folds.items():
+        setattr(chunked_logprob, name, classed(fold, CPU_FOLD))
     try:
         yield
     finally:
-        for name, method in originals.items():
+        for name, method in methods.items():
             setattr(function, name, method)
+        for name, fold in folds.items():
+            setattr(chunked_logprob, name, fold)
 
 
 def _tokenizer(vocab: int) -> Any:
@@ -151,7 +161,9 @@ def _run(config: dict[str, Any], plan: Plan) -> tuple[Measurement, int]:
         elif not plan.precompute_ref_log_probs:
             reference = hf_model(config, plan, torch.bfloat16)
         kwargs["ref_model"] = reference
-        probe = StepProbe(vocab, 2 * plan.micro_batch, plan.seq_len, autocast_copies=True)
+        probe = StepProbe(
+            vocab, 2 * plan.micro_batch, plan.seq_len, autocast_copies=True, log_probs=True
+        )
         with head_as_logits(probe):
             run_trainer(model, plan, vocab, probe, base=DPOTrainer, bf16=True,
                         config_class=DPOConfig, data=_preference_data(plan, vocab, samples),
