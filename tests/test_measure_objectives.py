@@ -51,3 +51,18 @@ def test_cpu_only_fold_temporaries_are_apart_and_out_of_the_peak() -> None:
     m = result.measurement
     assert m.peak == m.static + m.forward_backward_peak - m.cpu_fold
     assert abs(rows["peak"].error) < 0.03, rows["peak"]
+
+
+@pytest.mark.parametrize("name", ["reward full", "grpo full generate"])
+def test_reward_and_grpo_steps_within_3_percent(name: str) -> None:
+    """RewardTrainer's sequence-classification model (no lm_head: its weights are the
+    backbone and a 1 x h score head) and GRPOTrainer's training step on buffered completions
+    from Transformers' generate, against their estimates."""
+    result = _measured(name)
+    rows = {row.key.value: row for row in result.rows}
+    for key in ("weights", "gradients", "optimizer_states", "static", "reference_model"):
+        assert rows[key].predicted == rows[key].measured, key
+    for key in ("activations", "log_probs", "logits"):
+        if rows[key].measured or rows[key].predicted:
+            assert abs(rows[key].error) < 0.03, rows[key]
+    assert abs(rows["peak"].error) < 0.03, rows["peak"]

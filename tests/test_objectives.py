@@ -137,10 +137,14 @@ def test_reference_free_preference_losses_keep_no_reference() -> None:
 
 
 def test_reward_model_scores_sequences_without_vocabulary_logits() -> None:
-    t = terms(plan(objective=Objective.reward, micro_batch=2))
-    # b x s x 1 scores for chosen and rejected, with the loss's three fp32 buffers
-    assert t[TermKind.logits] == 3 * 4 * 1 * 4 * 1024
+    reward = plan(objective=Objective.reward, micro_batch=2)
+    t = terms(reward)
+    # b x s x 1 bf16 scores for chosen and rejected (LlamaForSequenceClassification.score)
+    assert t[TermKind.logits] == 2 * 1 * 4 * 1024
     assert t[TermKind.reference_model] == 0
+    # AutoModelForSequenceClassification: the backbone and a 1 x h score head, no lm_head
+    # (measured exact: tests/test_measure_objectives.py)
+    assert breakdown(reward).state.weights == 2 * (P - VOCAB * H + H)
 
 
 def test_grpo_keeps_a_reference_only_when_beta_is_not_zero() -> None:

@@ -173,8 +173,9 @@ SPECS: dict[Objective, ObjectiveSpec] = {
     Objective.ppo: ObjectiveSpec(
         reference=True, online=True, value_model=True, reward_model=True, log_probs=True
     ),
-    Objective.rloo: ObjectiveSpec(reference=True, online=True, log_probs=True),
-    Objective.grpo: ObjectiveSpec(reference=True, online=True, log_probs=True),
+    # GRPOTrainer / RLOOTrainer.__init__: add_fused_lm_head(outputs=("log_probs", "entropy"))
+    Objective.rloo: ObjectiveSpec(reference=True, online=True, log_probs=True, head_outputs=2),
+    Objective.grpo: ObjectiveSpec(reference=True, online=True, log_probs=True, head_outputs=2),
 }
 
 DEFAULT_BETA = {Objective.grpo: 0.0, Objective.rloo: 0.05}
@@ -258,10 +259,22 @@ def generated_rows(plan: Plan) -> int:
     return plan.micro_batch * plan.grad_accum
 
 
+def scored_architecture(plan: Plan) -> Architecture | None:
+    """The model a classification objective trains (None: the plan's own): RewardTrainer
+    loads AutoModelForSequenceClassification with num_labels=1 (reward_trainer.py
+    RewardTrainer.__init__), the backbone with a score head and no lm_head."""
+    if not spec_of(plan).classification:
+        return None
+    arch = plan.model.architecture
+    # built anew, not model_copy'd: its cached tensors and parameter count would carry over
+    fields = {name: getattr(arch, name) for name in type(arch).model_fields}
+    return type(arch)(**{**fields, "score_labels": REWARD_LABELS})
+
+
 def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int) -> int | None:
     """The loss head's peak bytes where the objective changes it (None: the stack's logits).
 
-    Reward: the score head's b x s x 1 outputs and the loss's fp32 buffers on them.
+    Reward: the score head's b x s x 1 outputs.
     TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's own trainers;
     LLaMA-Factory's CustomDPOTrainer.concatenated_forward and older TRL take the whole fp32
     logits, the full loss's buffers for 2b rows): the hidden states it keeps (a copy of the shifted
@@ -270,7 +283,10 @@ def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int
     the backward returns."""
     spec = spec_of(plan)
     if spec.classification:
-        return ceil_div(3 * 4 * REWARD_LABELS * rows * seq, setup.tp)
+        # LlamaForSequenceClassification.forward (transformers 5.24): score(hidden_states),
+        # b x s x num_labels in the compute dtype, of which each row's last token is pooled;
+        # RewardTrainer.compute_loss reads only the pooled b x 1
+        return ceil_div(setup.compute_bytes * REWARD_LABELS * rows * seq, setup.tp)
     if not spec.log_probs or plan.stack is not StackName.trainer or plan.loss is not LossKind.fused:
         return None
     tokens = rows * max(1, seq - 1)
@@ -321,10 +337,16 @@ def objective_bytes(plan: Plan, frozen_copy: int, trained_state: int) -> Objecti
     if spec.online:
         gen_rows = generated_rows(plan)
         completion = plan.max_completion_length
-        # the buffered generation batch: ids (int64), completion mask (int32), the
-        # reference's per-token log-probs (fp32), and the micro-batch's own log-probs
+        # GRPOTrainer._prepare_inputs buffers the generation batch (split_tensor_dict into
+        # steps_per_generation micro-batches): the other micro-batches' prompt and completion
+        # ids and masks (int64 each; the measured one's ids are the activations' token ids),
+        # every row's advantage and, with a reference, its per-token log-probs (fp32); the
+        # micro-batch's own fused-head outputs (outputs=("log_probs", "entropy"), fp32)
         log_probs = (
-            8 * gen_rows * seq + 4 * gen_rows * completion * log_prob_sets + 4 * rows * completion
+            16 * (gen_rows - rows) * seq
+            + 4 * gen_rows
+            + 4 * gen_rows * completion * (log_prob_sets - 1)
+            + 4 * spec.head_outputs * rows * completion
         )
         # vllm/v1/worker/utils.py request_memory (vLLM commit 0027b027): the engine's budget is
         # ceil(total x gpu_memory_utilization), weights, profiled activations, the CUDA-graph

@@ -89,8 +89,12 @@ class StepProbe:
     held: Callable[[torch.nn.Module], Iterable[torch.Tensor]] | None = None
     """Tensors the stack holds over from earlier micro-batches (FSDP2's unsharded gradients
     under no_sync): counted with its buffers from the start."""
-    log_probs: bool = False
-    """Class fp32 (micro_batch, seq_len - 1) storages as per-token log-probs (a TRL step)."""
+    log_prob_tokens: int = 0
+    """Class fp32 (micro_batch, log_prob_tokens) storages as per-token log-probs (a TRL
+    step: seq_len - 1 for DPO, the completion's length for GRPO); 0: none."""
+    buffered: Callable[[Any], Iterable[torch.Tensor]] | None = None
+    """Tensors a trainer buffers for later micro-batches (GRPOTrainer's generated batches):
+    counted with the log-probs from the start."""
     notes: list[str] = field(default_factory=list)
     tracker: LiveTracker | None = None
     static: dict[str, int] = field(default_factory=dict)
@@ -113,9 +117,9 @@ class StepProbe:
         if is_logits(t, self.vocab, self.micro_batch, self.seq_len):
             return LOGITS
         if (
-            self.log_probs
+            self.log_prob_tokens
             and t.dtype == torch.float32
-            and tuple(t.shape) == (self.micro_batch, self.seq_len - 1)
+            and tuple(t.shape) == (self.micro_batch, self.log_prob_tokens)
         ):
             return LOG_PROBS
         if phase == "forward":
@@ -160,6 +164,12 @@ class StepProbe:
             if isinstance(tensor, torch.Tensor):
                 self.tracker.adopt(tensor, ACT)
                 self.batch += tensor.untyped_storage().nbytes()
+
+    def adopt_buffered(self, trainer: Any) -> None:
+        """Count what `trainer` buffers for later micro-batches (`buffered`) as live."""
+        assert self.tracker is not None
+        for tensor in self.buffered(trainer) if self.buffered else ():
+            self.tracker.adopt(tensor, LOG_PROBS)
 
     def after_forward(self) -> None:
         assert self.tracker is not None
