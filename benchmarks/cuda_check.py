@@ -48,7 +48,8 @@ class Row:
     name: str
     flags: str
     runner: str
-    """trainer (Transformers' Trainer, PEFT for LoRA) or torchtune (pure bf16 loop)."""
+    """trainer (Transformers' Trainer, PEFT for LoRA), torchtune (pure bf16 loop), trl-dpo
+    or trl-grpo (TRL 1.16's DPOTrainer / GRPOTrainer, memtui/measure/trl_step.py)."""
 
 
 GRID: tuple[Row, ...] = (
@@ -95,6 +96,26 @@ GRID: tuple[Row, ...] = (
         "--lora-targets all-linear --precision bf16 --micro-batch 2 --seq-len 2048 "
         "--checkpointing full",
         "trainer",
+    ),
+    Row(
+        "trl-dpo-full-qwen0.5b",
+        "--stack trainer --model Qwen/Qwen2.5-0.5B --objective dpo --method full "
+        "--precision bf16 --loss fused --micro-batch 2 --seq-len 1024",
+        "trl-dpo",
+    ),
+    Row(
+        "trl-dpo-lora-llama1b-ckpt",
+        "--stack trainer --model meta-llama/Llama-3.2-1B --objective dpo --method lora "
+        "--lora-rank 8 --lora-targets all-linear --precision bf16 --loss fused "
+        "--micro-batch 2 --seq-len 1024 --checkpointing full",
+        "trl-dpo",
+    ),
+    Row(
+        "trl-grpo-full-qwen0.5b-generate",
+        "--stack trainer --model Qwen/Qwen2.5-0.5B --objective grpo --method full "
+        "--precision bf16 --loss fused --micro-batch 4 --grad-accum 2 --num-generations 4 "
+        "--max-prompt-length 256 --max-completion-length 256 --vllm-mode none",
+        "trl-grpo",
     ),
     Row(
         "torchtune-full-llama1b-chunked",
@@ -269,7 +290,40 @@ def run_torchtune(plan: Any) -> None:
     del model, optimizer
 
 
-RUNNERS = {"trainer": run_trainer, "torchtune": run_torchtune}
+def run_trl(plan: Any) -> None:
+    """Two optimizer steps through TRL 1.16's own trainer for the plan's objective, as
+    memtui measure runs it on CPU (memtui/measure/trl_step.py: DPOTrainer with a reference
+    copy for a full fine-tune and the adapter-disabled base for LoRA; GRPOTrainer with
+    Transformers' generate), here on the GPU: TRL's Triton kernels for its fused LM head
+    instead of the CPU's torch fold. Needs trl and datasets (carry their wheels)."""
+    import torch
+
+    from memtui.estimator.model_source import resolve_model
+    from memtui.measure import trainer, trl_step
+
+    config = dict(resolve_model(plan.model.name).config or {})
+    cuda = torch.device("cuda")
+    original = trl_step.hf_model
+
+    def on_gpu(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs).to(cuda)
+
+    # the models on the GPU, built as the CPU measure builds them, Trainer off the CPU
+    trl_step.hf_model = on_gpu
+    trainer.ON_CPU = False
+    try:
+        trl_step._run(config, plan)
+    finally:
+        trl_step.hf_model = original
+        trainer.ON_CPU = True
+
+
+RUNNERS = {
+    "trainer": run_trainer,
+    "torchtune": run_torchtune,
+    "trl-dpo": run_trl,
+    "trl-grpo": run_trl,
+}
 
 
 def runtime_constants(nvml: NvmlPeak) -> dict[str, int]:

@@ -4,6 +4,7 @@ and vLLM's memory rule, through the API, the phases, the levers and `memtui esti
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -77,14 +78,19 @@ def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
     assert dpo[TermKind.reference_model] == 2 * P
     # DataCollatorForPreference: [chosen; rejected], 2b sequences through the same layers
     assert dpo[TermKind.activations] == terms(plan(micro_batch=4))[TermKind.activations]
-    # fp32 per-token log-probs of the policy and the reference, 2b x s each
-    assert dpo[TermKind.log_probs] == 4 * 4 * 1024 * 2
+    # per token of the s - 1 the fused head scores (DPOTrainer.__init__ outputs=): the
+    # policy's fp32 log_probs, entropy and mean_logits, the entropy metric's fp32 product and
+    # the reference copy's fp32 log_probs, 2b x (s - 1) each
+    assert dpo[TermKind.log_probs] == 4 * 1023 * (3 * 4 + 4 + 4)
+    lora = terms(plan(objective=Objective.dpo, micro_batch=2, method=Method.lora))
+    # the adapter-disabled reference is the same patched model: the policy's three outputs
+    assert lora[TermKind.log_probs] == 4 * 1023 * (3 * 4 + 4 + 3 * 4)
     # TRL's fused LM head (kernels/chunked_logprob.py): the shifted hidden states (bf16) and
     # their fp32 gradient, one bf16 tile of min(n, 4096) x 32768 (TRL's chunk, whatever the
     # vocabulary), per-token log_z, log-probs and labels, and the lm_head's fp32 gradient
-    # accumulator; never the b x s x V logits
+    # accumulator with the bf16 copy the backward returns; never the b x s x V logits
     n = 4 * 1023
-    fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * 32768 + 16 * n + 4 * VOCAB * H
+    fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * 32768 + 16 * n + (4 + 2) * VOCAB * H
     assert dpo[TermKind.logits] == fused < terms(plan(micro_batch=4))[TermKind.logits]
     # with the full loss (LLaMA-Factory's concatenated_forward): the whole logits of 2b rows
     full = terms(plan(objective=Objective.dpo, micro_batch=2))
@@ -109,7 +115,10 @@ def test_lora_dpo_uses_the_adapter_disabled_base_unless_told_to_copy() -> None:
     copy = lora.evolve(ref_model=RefModel.copy)
     assert terms(copy)[TermKind.reference_model] == 2 * P
     lever = next(v for v in estimate(copy).levers if v.name.startswith("Reference: the adapter"))
-    assert lever.saves_bytes >= 2 * P
+    # the copy's weights, less what the adapter-disabled reference's head returns beyond a
+    # copy's log_probs (the patched policy's entropy and mean_logits: 8 bytes a token of the
+    # 2 x 1023 it scores)
+    assert lever.saves_bytes == 2 * P - 8 * 2 * 1023
 
 
 def test_precomputed_log_probs_drop_the_reference_and_are_a_lever() -> None:
@@ -128,10 +137,14 @@ def test_reference_free_preference_losses_keep_no_reference() -> None:
 
 
 def test_reward_model_scores_sequences_without_vocabulary_logits() -> None:
-    t = terms(plan(objective=Objective.reward, micro_batch=2))
-    # b x s x 1 scores for chosen and rejected, with the loss's three fp32 buffers
-    assert t[TermKind.logits] == 3 * 4 * 1 * 4 * 1024
+    reward = plan(objective=Objective.reward, micro_batch=2)
+    t = terms(reward)
+    # b x s x 1 bf16 scores for chosen and rejected (LlamaForSequenceClassification.score)
+    assert t[TermKind.logits] == 2 * 1 * 4 * 1024
     assert t[TermKind.reference_model] == 0
+    # AutoModelForSequenceClassification: the backbone and a 1 x h score head, no lm_head
+    # (measured exact: tests/test_measure_objectives.py)
+    assert breakdown(reward).state.weights == 2 * (P - VOCAB * H + H)
 
 
 def test_grpo_keeps_a_reference_only_when_beta_is_not_zero() -> None:
@@ -153,7 +166,9 @@ def test_grpo_trains_prompt_plus_completion_tokens() -> None:
 
 def test_colocated_vllm_takes_its_share_of_the_card() -> None:
     grpo = plan(objective=Objective.grpo, num_generations=1, vllm_mode=VllmMode.colocate)
-    share = round(0.3 * CARD)  # GRPOConfig.vllm_gpu_memory_utilization 0.3
+    # GRPOConfig.vllm_gpu_memory_utilization 0.3 of the card, rounded up as vLLM requests it
+    # (vllm/v1/worker/utils.py request_memory: math.ceil(total_memory x utilization))
+    share = math.ceil(0.3 * CARD)
     assert terms(grpo)[TermKind.generator] == share
     report = estimate(grpo)
     generation = next(ph for ph in report.phases if ph.name == "generation")

@@ -724,7 +724,9 @@ class MomentBytes:
 
 
 @memoised  # the strategy table and the UI ask again for the same micro-batch
-def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+def activation_bytes(
+    arch: Architecture, setup: Setup, seq_len: int, micro_batch: int, head: int | None = None
+) -> int:
     """Bytes the activations add to the step's peak per GPU for one micro-batch.
 
     That is every layer's saved tensors, the tail's, and what backward rebuilds for one layer
@@ -733,12 +735,22 @@ def activation_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch
     With trainable roles (LoRA), only the adapted linears keep their inputs (or their own
     copies of them), each adapter keeps its r-wide A output, and the first norm, whose input
     needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
-    everything by t (Korthikanti Table 2).
+    everything by t (Korthikanti Table 2). `head`: the loss head's bytes where an objective
+    replaces the logits (TRL's fused LM head, a reward model's score head), which the last
+    layer's backward then hides behind instead.
     """
     at_loss, at_layer = _moments(arch, setup, seq_len, micro_batch)
-    logits = logits_bytes(arch, setup, seq_len, micro_batch)
+    logits = logits_bytes(arch, setup, seq_len, micro_batch) if head is None else head
     # the loss's backward, and what the last layer's backward holds beyond it with the logits
-    return ceil_div(at_loss + max(0, at_layer - at_loss - logits), setup.tp)
+    beyond = at_layer - at_loss
+    if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
+        # right after a small head's backward, every saved tensor alive but the head's
+        # input: LlamaRMSNorm's backward through its fp32 upcast holds five h-wide fp32
+        # gradients per token (measured: memtui measure --stack trainer --objective reward,
+        # transformers 5.24)
+        per_token = (5 * 4 - setup.compute_bytes) * arch.hidden_size
+        beyond = max(beyond, per_token * seq_len * micro_batch)
+    return ceil_div(at_loss + max(0, beyond - logits), setup.tp)
 
 
 @memoised  # every breakdown of a stack with buffers of its own asks (buffers_beyond)

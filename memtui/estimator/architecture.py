@@ -357,6 +357,10 @@ class Architecture(BaseModel):
     """Soft-capping of the final logits (Gemma 2); 0 for none."""
     lm_head_bias: bool = False
     """The lm_head has a bias of V (Phi-1.5 and Phi-2, modeling_phi.py PhiForCausalLM)."""
+    score_labels: int = Field(0, ge=0)
+    """A sequence-classification head of this many scores in place of the lm_head (0: the
+    LM head): transformers' *ForSequenceClassification `score`, nn.Linear(hidden_size,
+    num_labels, bias=False) (modeling_llama.py LlamaForSequenceClassification, 5.24)."""
     names: dict[str, str] = Field(default_factory=lambda: dict(LLAMA_NAMES))
     """Module name per role, as the family's PyTorch code names them (what PEFT targets)."""
     assumed: bool = False
@@ -612,9 +616,11 @@ class Architecture(BaseModel):
             out.append(
                 Tensor("embed_positions", (self.position_embeddings, h), 1, "embedding", False)
             )
-        if not self.tie_embeddings:
+        if self.score_labels:
+            out.append(Tensor("score", (self.score_labels, h), 1, "head", False))
+        elif not self.tie_embeddings:
             out.append(Tensor("lm_head", (self.vocab_size, embed_width), 1, "head", False))
-        if self.lm_head_bias:
+        if self.lm_head_bias and not self.score_labels:
             out.append(Tensor("lm_head.bias", (self.vocab_size,), 1, "head", False))
         if self.tower is not None:
             out += self.tower.tensors

@@ -48,6 +48,7 @@ Read from TRL 1.16.0 (trl/trainer/*.py) and vLLM:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -144,22 +145,37 @@ class ObjectiveSpec:
     """A sequence-classification head (num_labels scores) instead of the vocabulary logits."""
     log_probs: bool = False
     """Its loss reads per-token log-probs through TRL's fused LM head."""
+    head_outputs: int = 1
+    """The fp32 per-token outputs its trainer asks TRL's fused head for (add_fused_lm_head
+    `outputs=`; is_top1, a bool, is left with the activations): the policy's, and the
+    adapter-disabled reference's, which is the same patched model."""
+    metric_bytes: int = 0
+    """Bytes per token of the per-token metric the step computes beside the loss."""
 
 
 SPECS: dict[Objective, ObjectiveSpec] = {
     Objective.sft: ObjectiveSpec(),
-    Objective.dpo: ObjectiveSpec(pairs=True, reference=True, log_probs=True),
-    Objective.ipo: ObjectiveSpec(pairs=True, reference=True, log_probs=True),
+    # DPOTrainer.__init__: outputs=("log_probs", "entropy", "mean_logits", "is_top1") for the
+    # policy; _compute_loss: the entropy metric's product `per_token_entropy * mask`
+    Objective.dpo: ObjectiveSpec(
+        pairs=True, reference=True, log_probs=True, head_outputs=3, metric_bytes=4
+    ),
+    Objective.ipo: ObjectiveSpec(
+        pairs=True, reference=True, log_probs=True, head_outputs=3, metric_bytes=4
+    ),
     Objective.orpo: ObjectiveSpec(pairs=True, log_probs=True),
     Objective.simpo: ObjectiveSpec(pairs=True, log_probs=True),
     Objective.cpo: ObjectiveSpec(pairs=True, log_probs=True),
-    Objective.kto: ObjectiveSpec(reference=True, log_probs=True),
+    # KTOTrainer.__init__: outputs=("log_probs", "entropy", "mean_logits"); _compute_loss (as
+    # DPO's): the entropy metric's product
+    Objective.kto: ObjectiveSpec(reference=True, log_probs=True, head_outputs=3, metric_bytes=4),
     Objective.reward: ObjectiveSpec(pairs=True, classification=True),
     Objective.ppo: ObjectiveSpec(
         reference=True, online=True, value_model=True, reward_model=True, log_probs=True
     ),
-    Objective.rloo: ObjectiveSpec(reference=True, online=True, log_probs=True),
-    Objective.grpo: ObjectiveSpec(reference=True, online=True, log_probs=True),
+    # GRPOTrainer / RLOOTrainer.__init__: add_fused_lm_head(outputs=("log_probs", "entropy"))
+    Objective.rloo: ObjectiveSpec(reference=True, online=True, log_probs=True, head_outputs=2),
+    Objective.grpo: ObjectiveSpec(reference=True, online=True, log_probs=True, head_outputs=2),
 }
 
 DEFAULT_BETA = {Objective.grpo: 0.0, Objective.rloo: 0.05}
@@ -243,25 +259,43 @@ def generated_rows(plan: Plan) -> int:
     return plan.micro_batch * plan.grad_accum
 
 
+def scored_architecture(plan: Plan) -> Architecture | None:
+    """The model a classification objective trains (None: the plan's own): RewardTrainer
+    loads AutoModelForSequenceClassification with num_labels=1 (reward_trainer.py
+    RewardTrainer.__init__), the backbone with a score head and no lm_head."""
+    if not spec_of(plan).classification:
+        return None
+    arch = plan.model.architecture
+    # built anew, not model_copy'd: its cached tensors and parameter count would carry over
+    fields = {name: getattr(arch, name) for name in type(arch).model_fields}
+    return type(arch)(**{**fields, "score_labels": REWARD_LABELS})
+
+
 def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int) -> int | None:
     """The loss head's peak bytes where the objective changes it (None: the stack's logits).
 
-    Reward: the score head's b x s x 1 outputs and the loss's fp32 buffers on them.
+    Reward: the score head's b x s x 1 outputs.
     TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's own trainers;
     LLaMA-Factory's CustomDPOTrainer.concatenated_forward and older TRL take the whole fp32
     logits, the full loss's buffers for 2b rows): the hidden states it keeps (a copy of the shifted
     last hidden state), its fp32 gradient, one tile in the compute dtype, the fp32 per-token
-    statistics and, when the lm_head trains, its fp32 gradient accumulator."""
+    statistics and, when the lm_head trains, its fp32 gradient accumulator and the copy of it
+    the backward returns."""
     spec = spec_of(plan)
     if spec.classification:
-        return ceil_div(3 * 4 * REWARD_LABELS * rows * seq, setup.tp)
+        # LlamaForSequenceClassification.forward (transformers 5.24): score(hidden_states),
+        # b x s x num_labels in the compute dtype, of which each row's last token is pooled;
+        # RewardTrainer.compute_loss reads only the pooled b x 1
+        return ceil_div(setup.compute_bytes * REWARD_LABELS * rows * seq, setup.tp)
     if not spec.log_probs or plan.stack is not StackName.trainer or plan.loss is not LossKind.fused:
         return None
     tokens = rows * max(1, seq - 1)
     h = arch.hidden_size
     # mm_buf is a whole tile whatever the vocabulary: (min(N, 4096), 32768)
     tile = min(tokens, FUSED_TOKEN_CHUNK) * FUSED_VOCAB_CHUNK
-    head_grad = 4 * arch.vocab_size * h if plan.method is Method.full else 0
+    # a trained lm_head: its fp32 gradient accumulator and the copy in the weight's dtype
+    # that ChunkedLogProbFunction.backward returns (grad_weight.to(weight.dtype))
+    head_grad = (4 + setup.compute_bytes) * arch.vocab_size * h if plan.method is Method.full else 0
     total = (
         setup.compute_bytes * tokens * h  # the shifted hidden states, reshaped (a copy)
         + 4 * tokens * h  # grad_hidden, accumulated in fp32
@@ -303,12 +337,22 @@ def objective_bytes(plan: Plan, frozen_copy: int, trained_state: int) -> Objecti
     if spec.online:
         gen_rows = generated_rows(plan)
         completion = plan.max_completion_length
-        # the buffered generation batch: ids (int64), completion mask (int32), the
-        # reference's per-token log-probs (fp32), and the micro-batch's own log-probs
+        # GRPOTrainer._prepare_inputs buffers the generation batch (split_tensor_dict into
+        # steps_per_generation micro-batches): the other micro-batches' prompt and completion
+        # ids and masks (int64 each; the measured one's ids are the activations' token ids),
+        # every row's advantage and, with a reference, its per-token log-probs (fp32); the
+        # micro-batch's own fused-head outputs (outputs=("log_probs", "entropy"), fp32)
         log_probs = (
-            8 * gen_rows * seq + 4 * gen_rows * completion * log_prob_sets + 4 * rows * completion
+            16 * (gen_rows - rows) * seq
+            + 4 * gen_rows
+            + 4 * gen_rows * completion * (log_prob_sets - 1)
+            + 4 * spec.head_outputs * rows * completion
         )
-        share = round(plan.vllm_gpu_memory_utilization * plan.hardware.gpu_memory)
+        # vllm/v1/worker/utils.py request_memory (vLLM commit 0027b027): the engine's budget is
+        # ceil(total x gpu_memory_utilization), weights, profiled activations, the CUDA-graph
+        # estimate and the KV cache inside it (gpu_worker.py determine_available_memory: the
+        # KV cache is requested_memory - non_kv_cache_memory - the CUDA-graph estimate)
+        share = math.ceil(plan.vllm_gpu_memory_utilization * plan.hardware.gpu_memory)
         if plan.vllm_mode is VllmMode.colocate:
             generation = share
             generator = 0 if plan.vllm_sleep_mode else share
@@ -317,7 +361,17 @@ def objective_bytes(plan: Plan, frozen_copy: int, trained_state: int) -> Objecti
             # the last position's logits, upcast to fp32 for sampling
             generation += 4 * gen_rows * arch.vocab_size
     elif spec.log_probs:
-        log_probs = 4 * rows * seq * log_prob_sets
+        # the fused head scores seq - 1 positions (add_fused_lm_head `_fused_forward`:
+        # hidden_states[:, :-1]), each output masked into a new fp32 tensor (masked_fill); a
+        # reference copy's head returns its log_probs alone (add_fused_lm_head's default), the
+        # adapter-disabled base the policy's outputs
+        ref = 0
+        if reference_is_copy(plan):
+            ref = 4
+        elif keeps_reference(plan):
+            ref = 4 * spec.head_outputs
+        per_token = 4 * spec.head_outputs + spec.metric_bytes + ref
+        log_probs = rows * max(1, seq - 1) * per_token
     else:
         log_probs = 0
     return ObjectiveBytes(

@@ -116,7 +116,14 @@ def _measure_stack(
         from memtui.measure.trl_step import measure_trl
 
         plan, m = measure_trl(config, plan)
-        notes.append("a TRL 1.16 trainer step; estimated with its fused LM head (--loss fused)")
+        notes.append(
+            "a TRL 1.16 trainer step"
+            + (
+                "; estimated with its fused LM head (--loss fused)"
+                if plan.loss.value == "fused"
+                else ""
+            )
+        )
     elif plan.stack is StackName.trainer:
         from memtui.measure.trainer import measure_trainer  # torch loads here
 

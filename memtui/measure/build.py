@@ -47,11 +47,21 @@ def _register_selective(base: str) -> str:
 
 
 def hf_model(
-    config: dict[str, Any], plan: Plan, dtype: torch.dtype, attn: str | None = None
+    config: dict[str, Any],
+    plan: Plan,
+    dtype: torch.dtype,
+    attn: str | None = None,
+    score_labels: int = 0,
 ) -> torch.nn.Module:
     """The transformers model of `config`, random init, in `dtype`, in training mode, with
-    SDPA for `--attention flash` and the eager attention otherwise (or `attn`)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    SDPA for `--attention flash` and the eager attention otherwise (or `attn`); with
+    `score_labels`, the sequence-classification model of that many labels (its pad token 0,
+    which it needs to find each sequence's last token)."""
+    from transformers import (
+        AutoConfig,
+        AutoModelForCausalLM,
+        AutoModelForSequenceClassification,
+    )
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # config notices about random-init toy vocabularies
@@ -66,11 +76,14 @@ def hf_model(
         # more; CPU's SDPA would fall back to the math kernel (s x s tensors). Same bytes as
         # CUDA without it.
         cfg.update(dict.fromkeys(ATTENTION_DROPOUT_KEYS, 0.0))
+    if score_labels:
+        cfg.update(num_labels=score_labels, pad_token_id=0)
     hf_config = AutoConfig.for_model(model_type, **cfg)
     hf_config.use_cache = False
     if attn is None:
         attn = "sdpa" if plan.attention is Attention.flash else "eager"
-    model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype, attn_implementation=attn)
+    auto = AutoModelForSequenceClassification if score_labels else AutoModelForCausalLM
+    model = auto.from_config(hf_config, dtype=dtype, attn_implementation=attn)
     model.train()
     return model  # type: ignore[no-any-return]
 

@@ -25,6 +25,7 @@ class Measured(str, Enum):
     static = "static"
     backward_buffers = "backward_buffers"
     step_temporaries = "step_temporaries"
+    cpu_fold = "cpu_fold"
     peak = "peak"
 
 
@@ -116,6 +117,16 @@ def compare(plan: Plan, measured: Measurement) -> list[Row]:
               NOTES[TermKind.activations] if plan.model.architecture.norm_kind == "layernorm"
               else ""),
         _term(TermKind.logits, t.terms[TermKind.logits], m.logits),
+        *(
+            [
+                _term(TermKind.log_probs, t.terms[TermKind.log_probs], m.log_probs),
+                Row(Measured.cpu_fold, "CPU-only head temporaries", 0, m.cpu_fold,
+                    "TRL's torch fold of its fused head's tiles (CUDA: Triton kernels); "
+                    "left out of the measured peak"),
+            ]
+            if plan.objective.value != "sft"
+            else []
+        ),
         Row(Measured.backward_buffers, "Backward buffers", t.transient.persistent +
             t.transient.backward, m.backward_buffers, BUFFERS.get(plan.stack, "")),
         Row(Measured.step_temporaries, "Step temporaries", t.transient.step,

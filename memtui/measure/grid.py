@@ -140,3 +140,57 @@ STACK_GRID: tuple[Row, ...] = (
         "there (an upper bound)"),
 )  # fmt: skip
 """Every plan measured through a real stack."""
+
+
+def deep(vocab: int = 1024) -> dict[str, Any]:
+    """A 4-layer LLaMA-style config.json: hidden 256, MLP 512, 4 heads of which 2 for K/V."""
+    return {**llama(kv=2, vocab=vocab), "num_hidden_layers": 4, "num_attention_heads": 4,
+            "intermediate_size": 512}  # fmt: skip
+
+
+DPO: dict[str, Any] = {**TRAINER, "precision": "bf16", "objective": "dpo"}
+GRPO: dict[str, Any] = {
+    **TRAINER,
+    "precision": "bf16",
+    "objective": "grpo",
+    "num_generations": 2,
+    "max_prompt_length": 32,
+    "max_completion_length": 32,
+    "vllm_mode": "none",
+    "grad_accum": 2,
+}
+"""GRPO with Transformers' generate: 2 completions of 32 tokens per 32-token prompt, a
+micro-batch of 2, steps_per_generation = gradient_accumulation_steps = 2 (TRL's default)."""
+
+OBJECTIVE_GRID: tuple[Row, ...] = (
+    Row("dpo full", llama(), {**DPO}),
+    Row("dpo LoRA", llama(), {**DPO, **LORA}),
+    Row("dpo full ckpt", llama(), {**DPO, "checkpointing": "full"}, ci=False,
+        why="the layer rebuilt in backward never meets the fused head's peak (the head's buffers "
+        "are freed before the last layer is rebuilt): at the peak the activations are the "
+        "checkpoints alone; the estimate adds the rebuilt layer (over, never under)"),
+    Row("dpo LoRA ckpt", llama(), {**DPO, **LORA, "checkpointing": "full"}, ci=False,
+        why="the layer rebuilt in backward never meets the fused head's peak (the head's buffers "
+        "are freed before the last layer is rebuilt): at the peak the activations are the "
+        "checkpoints alone; the estimate adds the rebuilt layer (over, never under)"),
+    Row("dpo full s64 b1", llama(), {**DPO, "seq_len": 64, "micro_batch": 1}, ci=False),
+    Row("dpo LoRA s64 b1", llama(), {**DPO, **LORA, "seq_len": 64, "micro_batch": 1},
+        ci=False),
+    Row("dpo full 4 layers V=1024 s128", deep(), {**DPO, "seq_len": 128}, ci=False),
+    Row("dpo LoRA 4 layers V=1024 s128", deep(), {**DPO, **LORA, "seq_len": 128}, ci=False),
+    Row("reward full", llama(), {**DPO, "objective": "reward"}),
+    Row("reward full s64 b1", llama(), {**DPO, "objective": "reward", "seq_len": 64,
+                                        "micro_batch": 1}, ci=False),
+    Row("reward full 4 layers V=1024 s128", deep(), {**DPO, "objective": "reward",
+                                                     "seq_len": 128}, ci=False),
+    Row("grpo full generate", llama(), {**GRPO}),
+    Row("grpo LoRA generate", llama(), {**GRPO, **LORA}, ci=False),
+    Row("grpo full generate 4 generations", llama(), {**GRPO, "num_generations": 4,
+                                                      "micro_batch": 4}, ci=False),
+    Row("reward LoRA", llama(), {**DPO, **LORA, "objective": "reward"}, ci=False,
+        why="PEFT's all-linear adapts the score head too (tuners_utils "
+        "_maybe_include_all_linear_layers leaves out only get_output_embeddings(), None for a "
+        "sequence-classification model): 2,056 fp32 adapter parameters and their "
+        "activations the estimate does not count yet"),
+)  # fmt: skip
+"""The objectives measured through real TRL trainers (memtui/measure/trl_step.py)."""

@@ -41,6 +41,11 @@ class Measurement:
     """Processes the step ran in (FSDP2 over CPU processes); the bytes are one rank's."""
     reference_model: int = 0
     """The reference model's weights beside the policy (a TRL preference step)."""
+    log_probs: int = 0
+    """Peak of the live per-token log-probs outside the loss head (a TRL step)."""
+    cpu_fold: int = 0
+    """Live bytes at the forward/backward peak that only CPU allocates: TRL's torch fold of
+    its fused head's tiles (CUDA's Triton kernels allocate none)."""
 
     @property
     def static(self) -> int:
@@ -56,10 +61,13 @@ class Measurement:
             - self.saved_activations
             - self.logits
             - self.backward_buffers
+            - self.log_probs
+            - self.cpu_fold
         )
         return self.saved_activations + max(0, extra)
 
     @property
     def peak(self) -> int:
-        """The step's peak: static state + max(forward/backward, optimizer step)."""
-        return self.static + max(self.forward_backward_peak, self.step_temporaries)
+        """The step's peak as CUDA would see it: static state + max(forward/backward less
+        the CPU-only fold temporaries, optimizer step)."""
+        return self.static + max(self.forward_backward_peak - self.cpu_fold, self.step_temporaries)

@@ -24,6 +24,12 @@ ACT, LOGITS, BWD, STEP = "activations", "logits", "backward", "step"
 COPIES = "weight copies"
 """bf16 copies of fp32 weights made by autocast (a stack's backward buffers, not activations)."""
 GATHERED = "gathered"
+LOG_PROBS = "log-probs"
+"""Per-token fp32 log-probs of a TRL objective (rows x (seq - 1)), outside the loss head."""
+CPU_FOLD = "cpu fold"
+"""What TRL's torch fold of the fused head's tiles allocates on CPU, where CUDA runs Triton
+kernels that allocate nothing (trl/kernels/chunked_logprob.py `_forward_tile`,
+`_backward_tile`, `_addmm_fp32`'s fp32 casts)."""
 """Storages grown in place during the step: FSDP2's unsharded parameters."""
 
 
@@ -83,6 +89,12 @@ class StepProbe:
     held: Callable[[torch.nn.Module], Iterable[torch.Tensor]] | None = None
     """Tensors the stack holds over from earlier micro-batches (FSDP2's unsharded gradients
     under no_sync): counted with its buffers from the start."""
+    log_prob_tokens: int = 0
+    """Class fp32 (micro_batch, log_prob_tokens) storages as per-token log-probs (a TRL
+    step: seq_len - 1 for DPO, the completion's length for GRPO); 0: none."""
+    buffered: Callable[[Any], Iterable[torch.Tensor]] | None = None
+    """Tensors a trainer buffers for later micro-batches (GRPOTrainer's generated batches):
+    counted with the log-probs from the start."""
     notes: list[str] = field(default_factory=list)
     tracker: LiveTracker | None = None
     static: dict[str, int] = field(default_factory=dict)
@@ -94,6 +106,8 @@ class StepProbe:
     step_peak: int = 0
     buffers: int = 0
     batch: int = 0
+    log_prob_bytes: int = 0
+    fold_bytes: int = 0
     done: bool = False
     _trainable: list[torch.Tensor] = field(default_factory=list)
 
@@ -102,6 +116,12 @@ class StepProbe:
             return STEP
         if is_logits(t, self.vocab, self.micro_batch, self.seq_len):
             return LOGITS
+        if (
+            self.log_prob_tokens
+            and t.dtype == torch.float32
+            and tuple(t.shape) == (self.micro_batch, self.log_prob_tokens)
+        ):
+            return LOG_PROBS
         if phase == "forward":
             return ACT
         if (tuple(t.shape), t.dtype) in self.unsharded:
@@ -145,6 +165,12 @@ class StepProbe:
                 self.tracker.adopt(tensor, ACT)
                 self.batch += tensor.untyped_storage().nbytes()
 
+    def adopt_buffered(self, trainer: Any) -> None:
+        """Count what `trainer` buffers for later micro-batches (`buffered`) as live."""
+        assert self.tracker is not None
+        for tensor in self.buffered(trainer) if self.buffered else ():
+            self.tracker.adopt(tensor, LOG_PROBS)
+
     def after_forward(self) -> None:
         assert self.tracker is not None
         self.saved = self.tracker.by_class[ACT]
@@ -163,6 +189,8 @@ class StepProbe:
         # the peak): the buffers' share, as the estimator's transient term means it
         self.buffers = self.fb_peak - t.rest_peak
         self.logits = t.class_peak[LOGITS]
+        self.log_prob_bytes = t.class_peak[LOG_PROBS]
+        self.fold_bytes = self.fb_detail.get(CPU_FOLD, 0)
         self.leftover = t.current
         t.phase = STEP
         t.reset_peak()
@@ -196,4 +224,6 @@ class StepProbe:
             fake=False,
             notes=notes,
             backward_buffers=self.buffers,
+            log_probs=self.log_prob_bytes,
+            cpu_fold=self.fold_bytes,
         )

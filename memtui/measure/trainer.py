@@ -48,6 +48,9 @@ from memtui.measure.build import hf_model, lora_targets
 from memtui.measure.measurement import Measurement, Unsupported
 from memtui.measure.probe import StepProbe
 
+ON_CPU = True
+"""TrainingArguments.use_cpu of every measured step (benchmarks/cuda_check.py turns it off
+to run the same TRL steps on a GPU)."""
 #: gradient accumulation steps and optimizer steps Trainer runs; the last micro-batch of the
 #: last step is measured (the first step creates the optimizer state)
 ACCUMULATION, STEPS = 2, 2
@@ -149,7 +152,7 @@ def training_arguments(
         save_strategy="no",
         logging_strategy="no",
         eval_strategy="no",
-        use_cpu=True,
+        use_cpu=ON_CPU,
         dataloader_num_workers=0,
         **kwargs,
         **extra,
@@ -186,12 +189,20 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
         def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any = None) -> Any:
             self._calls += 1
             self._measuring = self._calls == measured_call
-            if self._measuring:
-                probe.start(model, self.optimizer, inputs, also_known=self._known())
+            self._model = model
             loss = super().training_step(model, inputs, num_items_in_batch)
             if self._measuring:
                 probe.after_backward()
             return loss
+
+        def _prepare_inputs(self, inputs: Any) -> Any:
+            # Trainer.training_step's first call: the batch as the model reads it (GRPOTrainer
+            # generates or takes its buffered completions here, before the measured forward)
+            prepared = super()._prepare_inputs(inputs)
+            if self._measuring and probe.tracker is None:
+                probe.start(self._model, self.optimizer, prepared, self._known())
+                probe.adopt_buffered(self)
+            return prepared
 
         def compute_loss(self, *args: Any, **kwargs: Any) -> Any:
             out = super().compute_loss(*args, **kwargs)
@@ -200,9 +211,16 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
             return out
 
         def _known(self) -> list[torch.Tensor]:
-            """Trainer's own running tensors (the loss it accumulates for logging)."""
+            """Trainer's own running tensors (the loss it accumulates for logging) and the
+            weights of the other models a TRL trainer keeps (DPOTrainer.ref_model): their
+            slices and transposes in the forward are views of weights loaded before the
+            step, not allocations of it."""
             tr_loss = getattr(self, "_tr_loss", None)
-            return [tr_loss] if isinstance(tr_loss, torch.Tensor) else []
+            known = [tr_loss] if isinstance(tr_loss, torch.Tensor) else []
+            other = getattr(self, "ref_model", None)
+            if isinstance(other, torch.nn.Module):
+                known += [*other.parameters(), *other.buffers()]
+            return known
 
     return Measured
 

@@ -23,6 +23,7 @@ from memtui.estimator.objectives import (
     ObjectiveBytes,
     head_bytes,
     objective_bytes,
+    scored_architecture,
     trained_shape,
 )
 from memtui.estimator.plan import Plan
@@ -132,6 +133,12 @@ class BookStack:
     def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
         """Every term's bytes per GPU for `plan` run with `strategy` (the hot path: the
         lever list and the micro-batch search call it many times)."""
+        scored = scored_architecture(plan)
+        if scored is not None:  # a reward model: its score head in place of the lm_head
+            model = plan.model.model_copy(
+                update={"architecture": scored, "parameters": scored.parameter_count}
+            )
+            plan = plan.model_copy(update={"model": model})
         arch = plan.model.architecture
         state = self.static_state(plan, strategy)
         # the micro-batch as the objective's trainer runs it (DPO: chosen and rejected)
@@ -142,10 +149,9 @@ class BookStack:
             else (plan.model_copy(update={"seq_len": seq, "micro_batch": rows}))
         )
         setup = self.setup(shaped)
-        acts = activation_bytes(arch, setup, seq, rows)
-        logits = head_bytes(plan, arch, setup, seq, rows)
-        if logits is None:
-            logits = logits_bytes(arch, setup, seq, rows)
+        head = head_bytes(plan, arch, setup, seq, rows)
+        acts = activation_bytes(arch, setup, seq, rows, head)
+        logits = logits_bytes(arch, setup, seq, rows) if head is None else head
         extra = self.transient(shaped, strategy, state, setup)
         goal = (
             NOTHING
