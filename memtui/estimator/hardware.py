@@ -123,9 +123,10 @@ GPUS: dict[str, GpuPreset] = {
         # tensor with FP32 accumulate 165.2 TFLOPS, FP8 330.3, TF32 82.6, FP32 82.6; GDDR6X
         # 1,008 GB/s; PCIe Gen4. Best matmul: torch.mm bf16 (square, 1024 to 10240) on six
         # RTX 4090 24GB, torch 2.4-2.8: 162.4, 163.1, 164.8, 165.7, 170.1, 173.3 TFLOPS,
-        # median 165.3 (zzc0721/torch-performance-test-data database.md @9d828276, the best of
-        # test.py benchmark_precision's sizes; its A100 SXM4 80GB 264.5 and H100 HBM3 797.5/783.7 agree with
-        # the MAMF table's): the datasheet peak, at its 2,520 MHz boost clock, is reached
+        # median 165.3 (zzc0721/torch-performance-test-data database.md @9d828276, each the
+        # best of test.py benchmark_precision's sizes; its A100 SXM4 80GB 264.5 and H100
+        # HBM3 797.5 and 783.7 agree with the MAMF table's): the datasheet peak, at its
+        # 2,520 MHz boost clock, is reached
         GpuPreset(
             "rtx4090", "RTX 4090 24GB", 24564 * MiB, "pcie4", 8.9,
             165.2 * T, 165.2 * T, 330.3 * T, 82.6 * T, 82.6 * T, 1008e9, _PCIE4, 1.0,

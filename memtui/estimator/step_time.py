@@ -76,6 +76,7 @@ from memtui.estimator.objectives import keeps_reference, spec_of, trained_shape
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import StepPart, StepPartKind, StepTime
+from memtui.estimator.stacks import stack_for
 from memtui.estimator.state import nf4_bits_per_param, parameters_of, trainable_tensors
 from memtui.estimator.strategies import strategy_spec
 
@@ -491,7 +492,8 @@ def _offload_and_optimizer(
         copy = inputs / plan.tp / link
         offload += _hidden(copy, forward, units) + _hidden(copy, backward, units)
     if plan.offload is Offload.none:
-        return offload, local * _gpu_step_bytes(plan) / card.bandwidth
+        step = local * _gpu_step_bytes(plan) / card.bandwidth
+        return offload, step + _paging_seconds(plan, link)
     # ZeRO-Offload: every micro-step's gradients to the CPU behind the backward
     # (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu), the step on the
     # CPU, the updated 16-bit parameters copied back before the next forward
@@ -510,6 +512,26 @@ def _offload_and_optimizer(
     # optim/optimizer.py _default_to_fused_or_foreach picks foreach only on CUDA tensors)
     moved = _adam_bytes(spec.moments, 4, 4, 4, fused=how.framework == "deepspeed")
     return offload, local * moved / host + local * wb / link
+
+
+def _paging_seconds(plan: Plan, link: float) -> float:
+    """Seconds per optimizer step moving a paged optimizer's state over the host link.
+
+    bitsandbytes allocates each paged state tensor of 1e5 elements or more in CUDA managed
+    memory (optim/optimizer.py Optimizer8bit.get_state_buffer: F.get_paged,
+    cudaMallocManaged; 0.39 and later) and prefetches it to the GPU before its update
+    (prefetch_state: F.prefetch_tensor, cudaMemPrefetchAsync): "automatically evicted to CPU
+    RAM when the GPU runs out-of-memory and paged back into GPU memory when the memory is
+    needed in the optimizer update step" (Dettmers et al. 2023, QLoRA, sec. 2, Paged
+    Optimizers). What of the state does not fit beside the rest of the step's peak comes in
+    for its update every step while as much is evicted: in and out run in the two
+    directions of the full-duplex link at once.
+    """
+    if not optimizer_spec(plan.optimizer).paged:
+        return 0.0
+    peak = stack_for(plan).breakdown(plan, plan.strategy)
+    spill = min(peak.state.managed, max(0, peak.total - plan.hardware.gpu_memory))
+    return spill / link
 
 
 def _gpu_step_bytes(plan: Plan) -> float:
@@ -584,8 +606,10 @@ _COMMUNICATION = (
 )
 _OFFLOAD = "host-link copies (PCIe x16 per direction) beyond the compute they overlap"
 _OPTIMIZER = (
-    "memory-bound: the step's bytes over the bandwidth (fused, foreach, 8-bit); under "
-    "offload the CPU step over the host's memory bandwidth and the parameters copied back"
+    "memory-bound: the step's bytes over the bandwidth (fused, foreach, 8-bit); a paged "
+    "state's part beyond the GPU's memory paged in over the host link (bitsandbytes "
+    "prefetch_state); under offload the CPU step over the host's memory bandwidth and the "
+    "parameters copied back"
 )
 _BOUNDARY = (
     "DDP/ZeRO-1 all-reduce behind the last backward; ZeRO-1/2 parameters all-gathered "
