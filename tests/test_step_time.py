@@ -20,6 +20,7 @@ from memtui.cli import main
 from memtui.estimator import Plan, estimate
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.budget import per_gpu_total
+from memtui.estimator.communication import payloads, volume
 from memtui.estimator.hardware import GPUS, card_of
 from memtui.estimator.levers import LeverOrder, ordered
 from memtui.estimator.model_source import load_model
@@ -247,6 +248,33 @@ def test_communication_hidden_behind_compute_unless_the_link_is_slow():
     assert alone.part(StepPartKind.step_communication) == 0
 
 
+def test_hidden_collectives_slow_compute_by_nccl_share_of_the_sms():
+    # FSDP over 4 A100 on NVLink: every micro-step gathers the bf16 weights twice and
+    # reduce-scatters the gradients, all behind compute but the first unit of each pass;
+    # NCCL's 24 blocks hold 24 of the 108 SMs meanwhile
+    model = load_model("meta-llama/Llama-2-7b-hf")
+    card = {"gpus_per_node": 4, "gpu_name": "A100 80GB", "compute_capability": 8.0,
+            "intra_node_bandwidth": 300e9}  # fmt: skip
+    plan = Plan(model=model, strategy="fsdp", hardware=card, checkpointing="full", grad_accum=2)
+    timed = step_time(plan)
+    trainable = estimate(plan).parameters.trainable
+    weights, grads = payloads(plan, trainable)
+    intra, inter = volume(plan, plan.strategy, trainable)
+    assert inter == 0
+    each = intra / 300e9 / 2  # per micro-step
+    gather = each * weights / (2 * weights + grads)
+    units = model.architecture.num_layers
+    exposed = gather / units + (each - gather) / units  # the compute hides all but these
+    assert timed.part(StepPartKind.communication) == pytest.approx(2 * exposed)
+    assert timed.part(StepPartKind.contention) == pytest.approx(2 * (each - exposed) * 24 / 108)
+    # over PCIe NCCL keeps 2 channels, and one GPU has no collectives to contend with
+    pcie = step_time(plan.evolve(hardware={"intra_node_bandwidth": 32e9}))
+    hidden = 2 * (each * 300 / 32 - pcie.part(StepPartKind.communication) / 2)
+    assert pcie.part(StepPartKind.contention) == pytest.approx(hidden * 2 / 108)
+    alone = step_time(Plan(model=model, strategy="ddp", hardware={"gpus_per_node": 1}))
+    assert alone.part(StepPartKind.contention) == 0
+
+
 def test_offload_crosses_the_host_link_and_steps_on_the_cpu():
     model = load_model("meta-llama/Llama-2-7b-hf")
     base = Plan(model=model, strategy="zero3")
@@ -287,11 +315,15 @@ def test_every_card_has_its_datasheet_figures():
         assert card.memory_bandwidth > 0 and card.host_link > 0, card.key
         assert card.bf16_flops in (0, card.fp16_flops), card.key  # dense bf16 = fp16
         assert 0 < card.matmul_ceiling <= 1, card.key
+        assert card.sms > 0, card.key
     # the datasheets' dense figures (sparse ones are twice these)
     assert GPUS["a100-80gb"].bf16_flops == 312e12
     assert GPUS["h100-sxm"].fp8_flops == 1979e12
     assert GPUS["h200"].memory_bandwidth == 4.8e12
     assert GPUS["v100-32gb"].bf16_flops == 0  # no bf16 tensor cores: fp32 rate
+    # the whitepapers' SMs: A100 108, H100 SXM5 132 (PCIe 114), AD102 as the 4090 128
+    assert (GPUS["a100-80gb"].sms, GPUS["h100-sxm"].sms, GPUS["h100-pcie"].sms) == (108, 132, 114)
+    assert GPUS["rtx4090"].sms == 16384 // 128  # CUDA cores over Ada's 128 per SM
     v100 = Plan(
         model=ModelSpec.from_architecture("gpt-test", GPT),
         hardware={"gpu_name": "V100 32GB", "compute_capability": 7.0},
