@@ -46,12 +46,16 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 - The optimizer step is memory-bound: the bytes its kernels read and write over the
   bandwidth (torch optim/adamw.py _fused_adamw vs _multi_tensor_adamw's eight foreach
   kernels; bitsandbytes' 8-bit state is one byte per moment); under offload it runs on the
-  CPU (ZeRO-Offload, Ren et al. 2021) over the host's memory bandwidth.
+  CPU (ZeRO-Offload, Ren et al. 2021) over the host's memory bandwidth. A paged optimizer's
+  state beyond the GPU's memory is paged in over the host link every step (bitsandbytes
+  prefetch_state; QLoRA sec. 2).
 - Communication: the volumes of `memtui.estimator.communication` over the NVLink/NIC split,
   hidden behind the compute they overlap with (FSDP's and ZeRO-3's prefetched gathers behind
   each pass, the first unit's exposed: Zhao et al. 2023 sec. 3.3-3.4; DDP's bucketed
   all-reduce behind the last backward: Li et al. 2020 sec. 3.2.3), tensor parallelism's
-  all-reduces on the critical path (Shoeybi et al. 2019 sec. 3).
+  all-reduces on the critical path (Shoeybi et al. 2019 sec. 3). The compute a hidden
+  collective overlaps runs on the SMs NCCL's blocks leave it (one block per channel: 24 on
+  NVLink, 2 on PCIe, from NCCL's topology search), a part of its own (contention).
 - Offload copies cross the card's host link (`GpuPreset.host_link`).
 - Gradient accumulation: every micro-step's parts run grad_accum times, the optimizer and the
   boundary collectives once.
