@@ -12,17 +12,21 @@ memtui.
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
 from memtui.cli import main
 from memtui.estimator import Plan, estimate
 from memtui.estimator.architecture import Architecture
+from memtui.estimator.budget import per_gpu_total
+from memtui.estimator.communication import payloads, volume
 from memtui.estimator.hardware import GPUS, card_of
 from memtui.estimator.levers import LeverOrder, ordered
 from memtui.estimator.model_source import load_model
 from memtui.estimator.plan import ModelSpec
 from memtui.estimator.report import StepPartKind
+from memtui.estimator.state import static_state
 from memtui.estimator.step_time import matmul_seconds, seconds_per_token, step_time
 
 H100 = GPUS["h100-sxm"]
@@ -157,6 +161,34 @@ def test_optimizer_step_is_memory_bound_bytes_over_bandwidth():
     assert paged == eight  # the same kernels while the pages are on the GPU
 
 
+def test_paged_state_beyond_the_gpu_crosses_the_host_link_every_step():
+    # torchtune's 8B_full_single_device on a 24 GB RTX 4090: bf16 weights (16 GB) and the
+    # paged 8-bit AdamW state (16 GB) cannot both be resident; bitsandbytes pages what does
+    # not fit back in before each update (prefetch_state) while as much is evicted, the two
+    # directions of the PCIe link at once
+    model = load_model("meta-llama/Llama-3.1-8B")
+    fields = dict(model=model, stack="torchtune", precision="bf16", strategy="ddp",
+                  micro_batch=2, seq_len=2048, checkpointing="full", loss="chunked",
+                  optimizer_in_backward=True)  # fmt: skip
+    card = {"gpus_per_node": 1, "gpu_name": "RTX 4090 24GB", "compute_capability": 8.9,
+            "gpu_memory": GPUS["rtx4090"].memory}  # fmt: skip
+    paged = Plan(optimizer="paged-adamw8bit", hardware=card, **fields)
+    resident = Plan(optimizer="adamw8bit", hardware=card, **fields)
+    spill = min(static_state(paged).managed, per_gpu_total(paged) - card["gpu_memory"])
+    assert spill > 10 * 10**9
+    paging = spill / GPUS["rtx4090"].host_link  # 32 GB/s per direction (PCIe 4.0 x16)
+    assert step_time(paged).part(StepPartKind.optimizer) == pytest.approx(
+        step_time(resident).part(StepPartKind.optimizer) + paging
+    )
+    # on an 80 GB card everything stays resident: the same kernels, nothing paged
+    roomy = {"gpus_per_node": 1, "gpu_name": "A100 80GB", "compute_capability": 8.0}
+    assert step_time(Plan(optimizer="paged-adamw8bit", hardware=roomy, **fields)).part(
+        StepPartKind.optimizer
+    ) == step_time(Plan(optimizer="adamw8bit", hardware=roomy, **fields)).part(
+        StepPartKind.optimizer
+    )
+
+
 def test_sharding_divides_the_optimizer_step():
     model = load_model("meta-llama/Llama-2-7b-hf")
     ddp = step_time(Plan(model=model, strategy="ddp", hardware={"gpus_per_node": 4}))
@@ -216,6 +248,33 @@ def test_communication_hidden_behind_compute_unless_the_link_is_slow():
     assert alone.part(StepPartKind.step_communication) == 0
 
 
+def test_hidden_collectives_slow_compute_by_nccl_share_of_the_sms():
+    # FSDP over 4 A100 on NVLink: every micro-step gathers the bf16 weights twice and
+    # reduce-scatters the gradients, all behind compute but the first unit of each pass;
+    # NCCL's 24 blocks hold 24 of the 108 SMs meanwhile
+    model = load_model("meta-llama/Llama-2-7b-hf")
+    card = {"gpus_per_node": 4, "gpu_name": "A100 80GB", "compute_capability": 8.0,
+            "intra_node_bandwidth": 300e9}  # fmt: skip
+    plan = Plan(model=model, strategy="fsdp", hardware=card, checkpointing="full", grad_accum=2)
+    timed = step_time(plan)
+    trainable = estimate(plan).parameters.trainable
+    weights, grads = payloads(plan, trainable)
+    intra, inter = volume(plan, plan.strategy, trainable)
+    assert inter == 0
+    each = intra / 300e9 / 2  # per micro-step
+    gather = each * weights / (2 * weights + grads)
+    units = model.architecture.num_layers
+    exposed = gather / units + (each - gather) / units  # the compute hides all but these
+    assert timed.part(StepPartKind.communication) == pytest.approx(2 * exposed)
+    assert timed.part(StepPartKind.contention) == pytest.approx(2 * (each - exposed) * 24 / 108)
+    # over PCIe NCCL keeps 2 channels, and one GPU has no collectives to contend with
+    pcie = step_time(plan.evolve(hardware={"intra_node_bandwidth": 32e9}))
+    hidden = 2 * (each * 300 / 32 - pcie.part(StepPartKind.communication) / 2)
+    assert pcie.part(StepPartKind.contention) == pytest.approx(hidden * 2 / 108)
+    alone = step_time(Plan(model=model, strategy="ddp", hardware={"gpus_per_node": 1}))
+    assert alone.part(StepPartKind.contention) == 0
+
+
 def test_offload_crosses_the_host_link_and_steps_on_the_cpu():
     model = load_model("meta-llama/Llama-2-7b-hf")
     base = Plan(model=model, strategy="zero3")
@@ -255,17 +314,33 @@ def test_every_card_has_its_datasheet_figures():
         assert card.fp16_flops > card.fp32_flops > 0, card.key
         assert card.memory_bandwidth > 0 and card.host_link > 0, card.key
         assert card.bf16_flops in (0, card.fp16_flops), card.key  # dense bf16 = fp16
-        assert 0 < card.matmul_ceiling < 1, card.key
+        assert 0 < card.matmul_ceiling <= 1, card.key
+        assert card.sms > 0, card.key
     # the datasheets' dense figures (sparse ones are twice these)
     assert GPUS["a100-80gb"].bf16_flops == 312e12
     assert GPUS["h100-sxm"].fp8_flops == 1979e12
     assert GPUS["h200"].memory_bandwidth == 4.8e12
     assert GPUS["v100-32gb"].bf16_flops == 0  # no bf16 tensor cores: fp32 rate
+    # the whitepapers' SMs: A100 108, H100 SXM5 132 (PCIe 114), AD102 as the 4090 128
+    assert (GPUS["a100-80gb"].sms, GPUS["h100-sxm"].sms, GPUS["h100-pcie"].sms) == (108, 132, 114)
+    assert GPUS["rtx4090"].sms == 16384 // 128  # CUDA cores over Ada's 128 per SM
     v100 = Plan(
         model=ModelSpec.from_architecture("gpt-test", GPT),
         hardware={"gpu_name": "V100 32GB", "compute_capability": 7.0},
     )
     assert step_time(v100).peak_flops == GPUS["v100-32gb"].fp32_flops
+
+
+def test_rtx4090_matmul_ceiling_is_its_published_best_matmul():
+    # torch.mm bf16 on six RTX 4090 24GB (zzc0721/torch-performance-test-data database.md
+    # @9d828276), TFLOPS: their median over the Ada whitepaper's 165.2 dense peak
+    measured = (170.06, 173.31, 162.39, 163.09, 165.71, 164.81)
+    card = GPUS["rtx4090"]
+    assert statistics.median(measured) * 1e12 / card.bf16_flops == pytest.approx(1.0, abs=0.005)
+    assert card.matmul_ceiling == 1.0
+    # a compute-bound matmul runs at the datasheet peak, not at H100's 80.3% share
+    wide = matmul_seconds(8192, 8192, 8192, 2, card.bf16_flops * card.matmul_ceiling, 1008e9)
+    assert wide == pytest.approx(2 * 8192**3 / 165.2e12)
 
 
 def test_a_card_is_found_by_its_nvml_name():

@@ -159,7 +159,8 @@ class Lever(Frozen):
 
 class StepPartKind(str, Enum):
     """One part of a training step's time (`memtui.estimator.step_time`): every part runs
-    once per micro-step but the optimizer and step_communication, once per optimizer step."""
+    once per micro-step but the optimizer and step_communication, once per optimizer step
+    (contention: both)."""
 
     forward = "forward"
     """Matmuls, attention and elementwise kernels of the forward passes (a reference model's
@@ -180,6 +181,9 @@ class StepPartKind(str, Enum):
     """The optimizer step (on the GPU, or on the CPU with its copies under offload)."""
     step_communication = "step_communication"
     """Collectives at the accumulation boundary not hidden behind the last backward."""
+    contention = "contention"
+    """Compute slowed while hidden collectives run: NCCL's blocks hold part of the SMs
+    (every micro-step's gathers and reduce-scatters, and the boundary's all-reduce)."""
 
 
 @dataclass(frozen=True)

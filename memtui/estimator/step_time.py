@@ -46,12 +46,16 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 - The optimizer step is memory-bound: the bytes its kernels read and write over the
   bandwidth (torch optim/adamw.py _fused_adamw vs _multi_tensor_adamw's eight foreach
   kernels; bitsandbytes' 8-bit state is one byte per moment); under offload it runs on the
-  CPU (ZeRO-Offload, Ren et al. 2021) over the host's memory bandwidth.
+  CPU (ZeRO-Offload, Ren et al. 2021) over the host's memory bandwidth. A paged optimizer's
+  state beyond the GPU's memory is paged in over the host link every step (bitsandbytes
+  prefetch_state; QLoRA sec. 2).
 - Communication: the volumes of `memtui.estimator.communication` over the NVLink/NIC split,
   hidden behind the compute they overlap with (FSDP's and ZeRO-3's prefetched gathers behind
   each pass, the first unit's exposed: Zhao et al. 2023 sec. 3.3-3.4; DDP's bucketed
   all-reduce behind the last backward: Li et al. 2020 sec. 3.2.3), tensor parallelism's
-  all-reduces on the critical path (Shoeybi et al. 2019 sec. 3).
+  all-reduces on the critical path (Shoeybi et al. 2019 sec. 3). The compute a hidden
+  collective overlaps runs on the SMs NCCL's blocks leave it (one block per channel: 24 on
+  NVLink, 2 on PCIe, from NCCL's topology search), a part of its own (contention).
 - Offload copies cross the card's host link (`GpuPreset.host_link`).
 - Gradient accumulation: every micro-step's parts run grad_accum times, the optimizer and the
   boundary collectives once.
@@ -76,6 +80,7 @@ from memtui.estimator.objectives import keeps_reference, spec_of, trained_shape
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import StepPart, StepPartKind, StepTime
+from memtui.estimator.stacks import stack_for
 from memtui.estimator.state import nf4_bits_per_param, parameters_of, trainable_tensors
 from memtui.estimator.strategies import strategy_spec
 
@@ -293,7 +298,9 @@ def _step_time(plan: Plan) -> StepTime:
 
     # --- communication, exposed after overlap
     trainable = parameters_of(trainable_tensors(plan))
-    communication, boundary = _communication(plan, trainable, micro_compute_f, micro_compute_b)
+    communication, boundary, slowed, slowed_boundary = _communication(
+        plan, card, trainable, micro_compute_f, micro_compute_b
+    )
 
     # --- offload copies and the optimizer step
     offload, optimizer = _offload_and_optimizer(
@@ -311,9 +318,11 @@ def _step_time(plan: Plan) -> StepTime:
         StepPart(StepPartKind.offload, ga * offload, _OFFLOAD),
         StepPart(StepPartKind.optimizer, optimizer, _OPTIMIZER),
         StepPart(StepPartKind.step_communication, boundary, _BOUNDARY),
+        StepPart(StepPartKind.contention, ga * slowed + slowed_boundary, _CONTENTION),
     )
     seconds = sum(p.seconds for p in parts)
-    micro = (seconds - optimizer - boundary) / ga  # the parts of every micro-step
+    # the parts of every micro-step
+    micro = (seconds - optimizer - boundary - slowed_boundary) / ga
     per_step = tokens * ga * plan.data_parallel
     return StepTime(
         seconds=seconds,
@@ -414,6 +423,42 @@ def _layers(
     return attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f
 
 
+def _communication(
+    plan: Plan, card: _Card, trainable: int, forward: float, backward: float
+) -> tuple[float, float, float, float]:
+    """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and the
+    compute seconds NCCL's blocks slow behind the hidden ones of each)."""
+    micro, boundary, hidden_micro, hidden_boundary = _collectives(
+        plan, trainable, forward, backward
+    )
+    share = _nccl_sm_share(plan, card.preset)
+    return micro, boundary, share * hidden_micro, share * hidden_boundary
+
+
+# NCCL's channel count, each channel one CUDA block held on an SM for the collective's
+# whole run (src/enqueue.cc launches a collective's kernel with a grid of nChannels), from its
+# topology search (src/graph/search.cc ncclTopoCompute, 2.18-2.27): on NVLink/NVSwitch
+# (SM80_NVLINK_BW 20 GB/s x 12 links on A100; SM90 20.6 x 18 on H100, topo.h) the search
+# settles at 40 GB/s (sm90: 60) per channel, 6 channels; ncclTopoDupChannels doubles them
+# (bwIntra >= 25) and ncclTopoPostset doubles them again (connect.cc): 24. NVIDIA's forum,
+# "Compute-Communication Overlap Causes Severe GEMM Performance Degradation" (2025, Nsight
+# Systems on H100 under FSDP-style prefetch): "the concurrent ncclAllGather kernel launches 24
+# blocks". Over PCIe (PCI_BW 24 GB/s) the search keeps 1 channel at 20 GB/s, no duplication
+# (below 25), doubled by the postset: 2.
+NCCL_BLOCKS_NVLINK = 24
+NCCL_BLOCKS_PCIE = 2
+
+
+def _nccl_sm_share(plan: Plan, preset: GpuPreset) -> float:
+    """The share of the card's SMs NCCL's blocks hold while a collective runs: compute
+    overlapped with it runs on the rest, so each hidden second of communication costs this
+    share of a second of compute (a lower bound: the GEMM's last wave can spill into a
+    second one, the forum's case)."""
+    nvlink = plan.hardware.intra_node_bandwidth > preset.host_link  # faster than PCIe x16
+    blocks = NCCL_BLOCKS_NVLINK if nvlink else NCCL_BLOCKS_PCIE
+    return blocks / preset.sms
+
+
 def _hidden(seconds: float, window: float, units: int) -> float:
     """What of `seconds` of prefetched transfers stays exposed beside `window` seconds of
     compute: at least the first of `units` equal pieces (nothing to hide it behind yet)."""
@@ -422,10 +467,11 @@ def _hidden(seconds: float, window: float, units: int) -> float:
     return max(seconds / units, seconds - window)
 
 
-def _communication(
+def _collectives(
     plan: Plan, trainable: int, forward: float, backward: float
-) -> tuple[float, float]:
-    """(exposed seconds per micro-step, exposed seconds at the accumulation boundary)."""
+) -> tuple[float, float, float, float]:
+    """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and
+    the seconds hidden behind compute of each)."""
     hw = plan.hardware
     units = plan.model.architecture.num_layers
     tp = tensor_parallel_volume(plan) / plan.grad_accum
@@ -433,7 +479,7 @@ def _communication(
     tp_link = hw.intra_node_bandwidth if plan.tp <= hw.gpus_per_node else hw.inter_node_bandwidth
     micro = tp / tp_link
     if plan.data_parallel == 1:
-        return micro, 0.0
+        return micro, 0.0, 0.0, 0.0
     how = strategy_spec(plan.strategy)
     intra, inter = volume(plan, plan.strategy, trainable)
     ga = plan.grad_accum
@@ -443,29 +489,34 @@ def _communication(
         # replicas' all-reduce across nodes behind the last backward
         each = intra / hw.intra_node_bandwidth / ga
         gather = each * weights / (2 * weights + grads)
-        micro += _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
+        exposed = _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
         # (issued per unit after its reduce-scatter: torch fsdp _runtime_utils.py
         # _post_backward_reshard / FSDP2 foreach_reduce's all_reduce on the replicate group)
-        return micro, _hidden(inter / hw.inter_node_bandwidth, backward, units)
+        across = inter / hw.inter_node_bandwidth
+        last = _hidden(across, backward, units)
+        return micro + exposed, last, each - exposed, across - last
     link = intra / hw.intra_node_bandwidth + inter / hw.inter_node_bandwidth
     if how.shards_weights:
         # ZeRO-3 / FSDP: the forward's gather behind the forward, the backward's gather and
         # reduce-scatter behind the backward, every micro-step
         each = link / ga
         gather = each * weights / (2 * weights + grads)
-        micro += _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
-        return micro, 0.0
+        exposed = _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
+        return micro + exposed, 0.0, each - exposed, 0.0
     if how.shards_gradients:
         # ZeRO-2 / SHARD_GRAD_OP: each micro-step's reduce-scatter behind its backward, the
         # updated parameters' all-gather after the step, exposed
         share = link / (ga + 1)
-        return micro + _hidden(share, backward, units), share
+        exposed = _hidden(share, backward, units)
+        return micro + exposed, share, share - exposed, 0.0
     if how.shards_optimizer:
         # ZeRO-1: the gradients reduce-scattered behind the last backward, the updated
         # parameters all-gathered after the step
-        return micro, _hidden(link / 2, backward, units) + link / 2
+        behind = _hidden(link / 2, backward, units)
+        return micro, behind + link / 2, 0.0, link / 2 - behind
     # DDP: the bucketed all-reduce behind the last micro-step's backward (no_sync before it)
-    return micro, _hidden(link, backward, units)
+    behind = _hidden(link, backward, units)
+    return micro, behind, 0.0, link - behind
 
 
 def _offload_and_optimizer(
@@ -491,7 +542,8 @@ def _offload_and_optimizer(
         copy = inputs / plan.tp / link
         offload += _hidden(copy, forward, units) + _hidden(copy, backward, units)
     if plan.offload is Offload.none:
-        return offload, local * _gpu_step_bytes(plan) / card.bandwidth
+        step = local * _gpu_step_bytes(plan) / card.bandwidth
+        return offload, step + _paging_seconds(plan, link)
     # ZeRO-Offload: every micro-step's gradients to the CPU behind the backward
     # (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu), the step on the
     # CPU, the updated 16-bit parameters copied back before the next forward
@@ -510,6 +562,26 @@ def _offload_and_optimizer(
     # optim/optimizer.py _default_to_fused_or_foreach picks foreach only on CUDA tensors)
     moved = _adam_bytes(spec.moments, 4, 4, 4, fused=how.framework == "deepspeed")
     return offload, local * moved / host + local * wb / link
+
+
+def _paging_seconds(plan: Plan, link: float) -> float:
+    """Seconds per optimizer step moving a paged optimizer's state over the host link.
+
+    bitsandbytes allocates each paged state tensor of 1e5 elements or more in CUDA managed
+    memory (optim/optimizer.py Optimizer8bit.get_state_buffer: F.get_paged,
+    cudaMallocManaged; 0.39 and later) and prefetches it to the GPU before its update
+    (prefetch_state: F.prefetch_tensor, cudaMemPrefetchAsync): "automatically evicted to CPU
+    RAM when the GPU runs out-of-memory and paged back into GPU memory when the memory is
+    needed in the optimizer update step" (Dettmers et al. 2023, QLoRA, sec. 2, Paged
+    Optimizers). What of the state does not fit beside the rest of the step's peak comes in
+    for its update every step while as much is evicted: in and out run in the two
+    directions of the full-duplex link at once.
+    """
+    if not optimizer_spec(plan.optimizer).paged:
+        return 0.0
+    peak = stack_for(plan).breakdown(plan, plan.strategy)
+    spill = min(peak.state.managed, max(0, peak.total - plan.hardware.gpu_memory))
+    return spill / link
 
 
 def _gpu_step_bytes(plan: Plan) -> float:
@@ -584,10 +656,17 @@ _COMMUNICATION = (
 )
 _OFFLOAD = "host-link copies (PCIe x16 per direction) beyond the compute they overlap"
 _OPTIMIZER = (
-    "memory-bound: the step's bytes over the bandwidth (fused, foreach, 8-bit); under "
-    "offload the CPU step over the host's memory bandwidth and the parameters copied back"
+    "memory-bound: the step's bytes over the bandwidth (fused, foreach, 8-bit); a paged "
+    "state's part beyond the GPU's memory paged in over the host link (bitsandbytes "
+    "prefetch_state); under offload the CPU step over the host's memory bandwidth and the "
+    "parameters copied back"
 )
 _BOUNDARY = (
     "DDP/ZeRO-1 all-reduce behind the last backward; ZeRO-1/2 parameters all-gathered "
     "after the step; HSDP's all-reduce across nodes"
+)
+_CONTENTION = (
+    "compute overlapped with hidden collectives runs on the SMs NCCL's blocks leave: their "
+    "seconds x NCCL's channels (24 on NVLink, 2 on PCIe: nccl graph/search.cc, "
+    "connect.cc) over the card's SMs"
 )
