@@ -174,7 +174,7 @@ async def test_the_alert_log_keeps_every_alert_with_its_time(tmp_path: Path) -> 
     polls = [[40 * GB, 30 * GB], [77 * GB, 30 * GB], [40 * GB, 30 * GB], [40 * GB, 78 * GB]]
     app = make_app(llama_plan(), ReplaySource(_trace(tmp_path, polls), speed=None),
                    interval=3600)  # fmt: skip
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(240, 60)) as pilot:  # the line's long form has room
         await _start(app, pilot)
         for n in range(2, 5):
             await pilot.press("r")
@@ -298,7 +298,7 @@ async def test_readings_from_the_fake_nvml_and_na_for_a_board_without_sensors(
         }
     )  # fmt: skip
     app = make_app(llama_plan(), NvmlSource(), interval=3600)
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(240, 60)) as pilot:  # a row with room for every reading
         await _start(app, pilot)
         shown = text_of(app)
         assert "util 93%  67°C  412/700 W" in shown

@@ -90,7 +90,7 @@ async def test_the_dashboard_starts_with_the_preferences(config_home: Path) -> N
         assert screen.unit == "GiB" and "GiB = 2^30 B" in text_of(app)
         assert app.theme == "memtui-light"
         assert not screen.query_one("#levers").display
-        assert "Lever (in the order to pull)" not in text_of(app)
+        assert "Lever (largest saving first)" not in text_of(app)
         await pilot.press("5")  # the panel key says why nothing shows
         await wait_for(pilot, lambda: "hidden by the preferences" in text_of(app))
 

@@ -45,7 +45,8 @@ async def test_external_strings_are_escaped_text_everywhere_on_the_dashboard(
         interval=3600,
         fit_to_devices=frozenset({"gpus", "memory"}),  # the poisoned GPU name sizes the plan
     )
-    async with app.run_test(size=(160, 50), notifications=True) as pilot:
+    # wide enough for the process table's whole command
+    async with app.run_test(size=(240, 60), notifications=True) as pilot:
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.snapshot is not None)
         await wait_for(pilot, lambda: "x\\x1b[2J[b]y" in text_of(app))  # the lost GPU's toast

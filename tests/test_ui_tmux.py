@@ -29,9 +29,9 @@ IDS = ["80x24", "100x30", "120x40", "160x50"]
 MARKERS = {
     "settings": "Model",
     "gpus": "Budget per GPU",
-    "strategies": "fsdp-shard-grad-op",
+    "strategies": "Static Total",
     "processes": "PID",
-    "levers": "Lever (in the order to pull)",
+    "levers": "Lever (largest saving first)",
     "communication": "Communication:",
 }
 

@@ -70,9 +70,9 @@ class LeverList(ViewWidget):
         if stacked:
             # one column: each lever's name and saving on a line, its cost under it, wrapped
             # at words with the whole width (a third column would leave it a dozen cells)
-            table.add_column(_name_and_saving("Lever (the largest saving first)", saves))
+            table.add_column(_name_and_saving("Lever (largest saving first)", saves))
         else:
-            table.add_column("Lever (the largest saving first)", no_wrap=True, overflow="ellipsis")
+            table.add_column("Lever (largest saving first)", no_wrap=True, overflow="ellipsis")
             table.add_column(saves, justify="right", no_wrap=True)
             # the cost wraps at words; only a word longer than the column folds
             table.add_column("Cost", ratio=1, overflow="fold")
