@@ -127,6 +127,17 @@ def test_flags_win_over_the_preferences(config_home: Path) -> None:
     assert app._interval == dashboard.DEFAULT_INTERVAL
 
 
+async def test_the_unit_flag_wins_over_the_kept_unit(config_home: Path) -> None:
+    # one unit convention across commands: --unit on the dashboard as on estimate and watch
+    save(Preferences(unit="GiB"), preferences_path())
+    for argv, unit in ((("--demo",), "GiB"), (("--demo", "--unit", "gb"), "GB"),
+                       (("--demo", "--unit", "GIB"), "GiB")):  # fmt: skip
+        app = dashboard.build(_args(*argv))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            assert screen_of(app).unit == unit, argv
+
+
 async def test_the_panels_key_hides_and_shows_a_panel_and_keeps_it(config_home: Path) -> None:
     app = make_app(llama_plan(), preferences=load())
     async with app.run_test(size=(120, 40)) as pilot:

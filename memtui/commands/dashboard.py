@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtui.commands.plan_flags import add_plan_arguments, plan_and_import
 from memtui.commands.source_flags import add_source_arguments, check_source_arguments
+from memtui.commands.unit_flag import add_unit_argument
 from memtui.errors import UsageError
 
 if TYPE_CHECKING:  # types only: importing them here would load Textual and pydantic models
@@ -53,6 +54,7 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="open a PyTorch memory snapshot (or memory_stats JSON) over the dashboard (key F)",
     )
+    add_unit_argument(parser, default=None)
     add_plan_arguments(parser)
     # no --interval given: the preferences file's, else 1 s (`build`)
     parser.set_defaults(interval=None)
@@ -80,11 +82,16 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
     composes (docs/architecture.md, "Measuring and checking": start to first full frame)."""
     from memtui.telemetry import FirstPoll
+    from memtui.ui.preferences import Loaded
     from memtui.ui.preferences import load as load_preferences
 
     preferences = load_preferences()  # a bad file is a note on screen, never an error here
     if args.interval is None:  # flags win over the preferences
         args.interval = preferences.preferences.interval or DEFAULT_INTERVAL
+    if getattr(args, "unit", None) is not None:
+        unit = {"gb": "GB", "gib": "GiB"}[args.unit]
+        kept = preferences.preferences.model_copy(update={"unit": unit})
+        preferences = Loaded(kept, preferences.path, preferences.problem)
     check_source_arguments(args)
     first: FirstPoll | None = None
     if args.replay and not Path(args.replay).is_file():
