@@ -32,6 +32,19 @@ def test_once_prints_gpus_and_processes_in_explicit_units(fake_nvml: FakeNvml) -
     assert "another PID namespace" in text  # GPU 0's processes are all invisible
 
 
+def test_once_prints_temperature_and_power_or_na(fake_nvml: FakeNvml) -> None:
+    # GPU 0 reads its sensors; GPU 1 answers NOT_SUPPORTED to each (the fake's default)
+    fake_nvml.write({"gpus": [gpu(0, used=20 * GiB, util=(93, 38), temp=67, power=412_000,
+                                  power_limit=700_000, clocks=(1980, 2619)),
+                              gpu(1, used=10 * GiB)]})  # fmt: skip
+    out = watch("--once", env=fake_nvml.env())
+    assert out.returncode == 0, out.stderr
+    header, first, second = out.stdout.splitlines()[1:4]
+    assert "Temp" in header and "Power" in header
+    assert "67°C" in first and "412/700 W" in first and "93%" in first
+    assert second.split().count("n/a") >= 2, second
+
+
 def test_json_is_the_snapshot_in_bytes(fake_nvml: FakeNvml) -> None:
     fake_nvml.write(node(3, 2, used=12 * GiB))
     out = watch("--once", "--json", env=fake_nvml.env())

@@ -241,6 +241,14 @@ def format_bytes(value: int | None, unit: str = "gb") -> str:
     return f"{value / scale:.1f} {name}"
 
 
+def _power(draw_mw: int | None, limit_mw: int | None) -> str:
+    """Power draw (and the enforced limit, when read) in watts: "412/700 W"."""
+    if draw_mw is None:
+        return "n/a"
+    watts = f"{draw_mw / 1000:.0f}"
+    return f"{watts}/{limit_mw / 1000:.0f} W" if limit_mw else f"{watts} W"
+
+
 def _percent(value: int | None) -> str:
     return "n/a" if value is None else f"{value}%"
 
@@ -328,7 +336,7 @@ def _print_table(
     gpus_table = Table(box=None, pad_edge=False, header_style="bold")
     columns = [("GPU", "left"), ("Name", "left"), ("Used", "right"), ("Total", "right"),
                ("Free", "right"), ("Reserved", "right"), ("Use%", "right"), ("Util", "right"),
-               ("Procs", "right")]  # fmt: skip
+               ("Temp", "right"), ("Power", "right"), ("Procs", "right")]  # fmt: skip
     if node is None:
         columns[:0] = [("Host", "left")]
         columns.append(("Peak", "right"))
@@ -359,6 +367,8 @@ def _print_table(
                 format_bytes(d.memory_reserved, unit),
                 "n/a" if frac is None else f"{frac:.0%}",
                 _percent(d.utilization_gpu),
+                "n/a" if d.temperature_c is None else f"{d.temperature_c}°C",
+                _power(d.power_mw, d.power_limit_mw),
                 "n/a" if d.processes is None else str(len(d.processes)),
                 *peak_cell,
             )
