@@ -93,6 +93,17 @@ def test_a_plan_shows_which_term_grew_past_its_budget(
     texts = [f["text"] for f in plan["findings"]]
     assert any(t.startswith("weights grew past the budget") for t in texts)
     assert any("fragmentation allowance" in t for t in texts)
+    # the advice: of the levers that would cover the shortfall, the least slowing first,
+    # each with its step-time change
+    from memtui.estimator import ModelSpec, Plan, estimate
+
+    advice = [f["text"] for f in plan["findings"] if f["kind"] == "advice"]
+    assert advice and all("step time" in t for t in advice)
+    named = [t.split(":")[0] for t in advice]
+    report = estimate(Plan(model=ModelSpec.from_parameters(10**8)).evolve(
+        hardware={"gpus_per_node": 1, "gpu_memory": 7400 * MiB}))  # fmt: skip
+    slower = {lv.name: lv.percent_change for lv in report.levers}
+    assert [slower[n] for n in named] == sorted(slower[n] for n in named)
     assert main(args[:-1]) == 0
     text = capsys.readouterr().out
     assert "Against the plan" in text and "over +" in text

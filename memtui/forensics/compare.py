@@ -180,12 +180,19 @@ def compare_plan(d: DeviceSummary, plan: Plan, report: Report) -> PlanComparison
     if oom is not None:
         short = observed_total - capacity + (outside or planned_outside) + (free_in_reserved or 0)
         levers = [lv for lv in report.levers if not lv.applied and lv.saves_bytes > 0]
-        covering = [lv for lv in levers if lv.saves_bytes >= max(short, 0)][:3]
+        # of the levers that would cover the shortfall, the ones that slow the step least
+        # (the list is by saving; its step-time changes rank them here)
+        covering = sorted(
+            (lv for lv in levers if lv.saves_bytes >= max(short, 0)),
+            key=lambda lv: float("inf") if lv.percent_change is None else lv.percent_change,
+        )[:3]
         for lv in covering or levers[:2]:
+            slower = "" if lv.percent_change is None else f", step time {lv.time_text}"
             out.append(
                 Finding(
                     "advice",
-                    f"{lv.name}: saves {gib(lv.saves_bytes)} per GPU in the plan ({lv.cost})",
+                    f"{lv.name}: saves {gib(lv.saves_bytes)} per GPU in the plan{slower} "
+                    f"({lv.cost})",
                     lv.saves_bytes,
                 )
             )
