@@ -36,7 +36,12 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("head", "on a GPU row: the card's free memory (capacity minus used)"),
     ("headroom", "on the plan row: capacity minus the plan's budget"),
     ("peak", "the highest memory use seen on that GPU since the dashboard started"),
-    ("used/budget", "memory in use on the card, then the plan's budget for it"),
+    ("used/budget", "memory in use on the card, then the job's budget for it"),
+    ("used/card", "with no job's budget: memory in use on the card, then its capacity"),
+    ("no job budget", "nobody planned the job on these GPUs: the rows judge use against the "
+     "card only (NEAR CAPACITY at 95%), never OVER BUDGET"),
+    ("BUDGET > CARD (>CARD)", "the job's budget for that GPU is larger than its card (an "
+     "alarm)"),
     ("static", "weights, gradients, master weights and optimizer states per GPU (no "
      "activations); in the Fits column: only the static state fits"),
     ("Fits", "yes: the whole budget fits the card; static: only the static state; no"),
@@ -59,6 +64,14 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("n/m", "beside a setting that cycles through a list: its place in the list (the list "
      "wraps at its ends, and the screen says so when it does)"),
     ("↑ n more / ↓ n more", "settings rows above and below the ones on screen"),
+    ("util 93%", "utilization.gpu: the share of the last sample period a kernel ran (NVML)"),
+    ("memory controller 38%", "utilization.memory: the share of time device memory was read "
+     "or written (bandwidth in use), not the share of memory used"),
+    ("67°C", "GPU core temperature, degrees Celsius"),
+    ("412/700 W", "power draw / the limit the driver enforces, watts"),
+    ("SM / memory clock MHz", "the current SM and memory clocks"),
+    ("Nearest to OOM", "the GPU with the fewest bytes free, and its trend over the last 30 s"),
+    ("n/a", "the GPU (or the exporter) does not give this reading"),
 )  # fmt: skip
 
 
