@@ -52,3 +52,21 @@ def test_installed_versions_narrow_the_choice_to_the_frameworks_installed_here()
         except metadata.PackageNotFoundError:
             assert f"{stack} " not in doc["stack_choice"]
     assert "installed here" in doc["stack_choice"]
+
+
+def test_the_dashboard_starts_on_the_stack_estimate_chooses(monkeypatch, tmp_path):
+    # the same rule on the dashboard: its what-if plan without --stack is the estimate's,
+    # said once at start; a named stack is kept and nothing is said
+    import argparse
+
+    from memtui.commands import dashboard
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no preferences of this machine
+    parser = argparse.ArgumentParser()
+    dashboard.add_dashboard_arguments(parser)
+    app = dashboard.build(parser.parse_args(["--demo", *ONE_GPU_LORA]))
+    doc = run_json(*ONE_GPU_LORA)
+    assert app._plan.stack.value == doc["plan"]["stack"] != "generic"
+    assert app.start_notes == (doc["stack_choice"],)
+    named = dashboard.build(parser.parse_args(["--demo", *ONE_GPU_LORA, "--stack", "generic"]))
+    assert named._plan.stack.value == "generic" and named.start_notes == ()

@@ -101,7 +101,12 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     if args.snapshot and not Path(args.snapshot).is_file():
         raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
-    plan, imported = plan_and_import(args)
+    from memtui.commands.default_stack import choose
+
+    # no --stack (and no file naming one): the most demanding framework stack that runs the
+    # plan, as `memtui estimate` chooses it (memtui/commands/default_stack.py), said at start
+    chosen = choose(args, *plan_and_import(args))
+    plan, imported = chosen.plan, chosen.imported
     from memtui.commands.export import origin_of
 
     origin = origin_of(args)  # the --from config the export key edits
@@ -134,6 +139,7 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         origin=origin,
         budget_from=_budget_from(args),
         preferences=preferences,
+        start_notes=(chosen.why,) if chosen.why else (),
     )
 
 

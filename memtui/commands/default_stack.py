@@ -73,7 +73,7 @@ def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> C
         why = f"no --stack, and none of {where} can run this plan: memtui's generic step"
         return Chosen(plan, None, why)
     chosen = max(runs, key=lambda run: run[0])[2]
-    unit = SizeUnit[getattr(args, "unit", "gb")]  # the text's `--unit`, said with it
+    unit = SizeUnit[getattr(args, "unit", None) or "gb"]  # the text's `--unit`, said with it
     ranked = sorted(runs, reverse=True)
     others = ", ".join(f"{s.value} {t / unit.scale:.1f}" for t, s, _ in ranked)
     why = (

@@ -67,8 +67,11 @@ class MemtuiApp(App[None]):
         origin: Origin | None = None,
         budget_from: BudgetSource | None = GIVEN,
         preferences: Loaded | None = None,
+        start_notes: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
+        self.start_notes = start_notes
+        """What the plan rests on, said once at start (the stack memtui chose, and why)."""
         self.preferences = preferences
         """The preferences read at start (None: none are read or written, as in tests)."""
         self._origin = origin
@@ -154,6 +157,8 @@ class MemtuiApp(App[None]):
             self.action_open_snapshot(self._snapshot)
         for problem in self.theme_problems:  # reported, never fatal
             self.notify(problem, title="Theme", severity="warning", timeout=8)
+        for note in self.start_notes:
+            self.notify(note, title="Plan", timeout=12)
 
     def on_unmount(self) -> None:
         if self.source is not None:
@@ -224,6 +229,7 @@ def make_app(
     origin: Origin | None = None,
     budget_from: BudgetSource | None = GIVEN,
     preferences: Loaded | None = None,
+    start_notes: tuple[str, ...] = (),
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -234,7 +240,8 @@ def make_app(
     came from (`--from`), which the export key edits (memtui.plans.roundtrip); `budget_from`
     where `plan` came from when it is the running job's budget (`GIVEN` by default; None: no
     job's budget, the GPU rows show capacity only, memtui/ui/budgets.py); `preferences` the
-    user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update."""
+    user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update;
+    `start_notes` what the plan rests on, said once at start."""
     return MemtuiApp(
         plan,
         source,
@@ -250,4 +257,5 @@ def make_app(
         origin=origin,
         budget_from=budget_from,
         preferences=preferences,
+        start_notes=start_notes,
     )
