@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # doc_table
 
 from memtui.cli import build_parser  # noqa: E402
 from memtui.commands.plan_flags import plan_from_args  # noqa: E402
@@ -594,15 +595,9 @@ def main() -> int:
     text, _ = report()
     print(text)
     if args.write:
-        path = Path(args.write)
-        doc = path.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{text}\n{END}"
-        if BEGIN in doc:
-            head, rest = doc.split(BEGIN, 1)
-            doc = head + block + rest.split(END, 1)[1]
-        else:
-            doc = doc.rstrip() + "\n\n" + block + "\n"
-        path.write_text(doc, encoding="utf-8")
+        from doc_table import write_table
+
+        write_table(Path(args.write), BEGIN, END, text)
     return 0
 
 
