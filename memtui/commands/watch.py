@@ -241,6 +241,16 @@ def format_bytes(value: int | None, unit: str = "gb") -> str:
     return f"{value / scale:.1f} {name}"
 
 
+WIDE_CLUSTER_TABLE = 150
+"""Columns from which a table of many hosts also shows temperature and power."""
+
+
+def _sensors(d: DeviceSnapshot) -> tuple[str, str]:
+    """The Temp and Power cells of a GPU's row."""
+    temp = "n/a" if d.temperature_c is None else f"{d.temperature_c}°C"
+    return temp, _power(d.power_mw, d.power_limit_mw)
+
+
 def _power(draw_mw: int | None, limit_mw: int | None) -> str:
     """Power draw (and the enforced limit, when read) in watts: "412/700 W"."""
     if draw_mw is None:
@@ -337,6 +347,11 @@ def _print_table(
     columns = [("GPU", "left"), ("Name", "left"), ("Used", "right"), ("Total", "right"),
                ("Free", "right"), ("Reserved", "right"), ("Use%", "right"), ("Util", "right"),
                ("Temp", "right"), ("Power", "right"), ("Procs", "right")]  # fmt: skip
+    # many hosts: a host and a peak column; the sensors only where the line has room for
+    # them beside the host's name (the JSON has them always)
+    sensors = node is not None or console.width >= WIDE_CLUSTER_TABLE
+    if not sensors:
+        columns = [c for c in columns if c[0] not in ("Temp", "Power")]
     if node is None:
         columns[:0] = [("Host", "left")]
         columns.append(("Peak", "right"))
@@ -367,8 +382,7 @@ def _print_table(
                 format_bytes(d.memory_reserved, unit),
                 "n/a" if frac is None else f"{frac:.0%}",
                 _percent(d.utilization_gpu),
-                "n/a" if d.temperature_c is None else f"{d.temperature_c}°C",
-                _power(d.power_mw, d.power_limit_mw),
+                *(_sensors(d) if sensors else ()),
                 "n/a" if d.processes is None else str(len(d.processes)),
                 *peak_cell,
             )
