@@ -147,6 +147,16 @@ class Setup:
     fused_qkv: bool | None = None
     """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
     architecture says."""
+    head_adapter: bool = False
+    """The output layer carries a LoRA adapter (a score head under all-linear, an lm_head
+    named as a target): its lora_B keeps lora_A's r-wide output."""
+    head_keeps_input: bool = False
+    """The loss head keeps its own copy of the last hidden states whether or not its weight
+    trains, and the label mask: TRL's fused LM head (trl 1.16 trainer/utils.py
+    _fused_forward passes `hidden_states[:, :-1]` reshaped, a copy, or `hidden_states[mask]`
+    on Triton devices, and keeps `mask` for masked_fill / masked_scatter;
+    kernels/chunked_logprob.py ChunkedLogProbFunction.forward saves `hidden` for its
+    backward, which recomputes the logits from it)."""
     tp: int = 1
 
     def dtype_bytes(self, dtype: Dtype) -> int:
@@ -610,11 +620,15 @@ def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Sa
             Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=Dtype.residual)
         )
     freed = _norm(arch, setup, "final norm", h) if arch.final_norm else []
+    # a head that keeps its input itself needs it whatever trains (no weight named)
+    head_weights = frozenset() if setup.head_keeps_input else _w(Role.lm_head)
     freed += [
-        Saved("lm_head input", per_token=h, for_weights=_w(Role.lm_head)),
+        Saved("lm_head input", per_token=h, for_weights=head_weights),
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
         Saved("shifted labels", per_token=1, dtype=Dtype.int64),
     ]
+    if setup.head_keeps_input:
+        freed.append(Saved("the fused head's label mask", per_token=1, dtype=Dtype.mask))
     return tuple(kept), tuple(freed)
 
 
@@ -818,6 +832,9 @@ def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
         tail += size([Saved("causal mask", per_token_seq=1, dtype=Dtype.residual)])
     # freed by the loss's and lm_head's backward (final norm, lm_head input, labels)
     freed = size(tail_freed)
+    if setup.head_adapter:
+        # the output layer's lora_A output, kept by its lora_B (its input copy is the tail's)
+        freed += setup.lora_rank * setup.adapter_output_bytes * s * b
 
     at_loss = layers_kept + tail + freed
     # the last layer's kept tensors give way to its backward's worst moment, which has them

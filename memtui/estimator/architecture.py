@@ -653,10 +653,24 @@ class Architecture(BaseModel):
             self._linear(Role.lm_head, width, self.vocab_size, self.lm_head_bias, 1, "head"),
         )
 
+    @property
+    def score_layers(self) -> tuple[LinearLayer, ...]:
+        """A sequence-classification model's score head as PEFT's all-linear sees it: such a
+        model has no output embeddings (get_output_embeddings() is None), so all-linear
+        leaves the head out only for task_type SEQ_CLS (peft 0.21 tuners_utils
+        _maybe_include_all_linear_layers), which TRL's LoRA config does not set
+        (trl 1.16 trainer/utils.py get_peft_config: ModelConfig.lora_task_type, "CAUSAL_LM"
+        by default); the LM head's role, as it reads the final norm's output."""
+        if not self.score_labels:
+            return ()
+        h = self.hidden_size
+        return (LinearLayer(Role.lm_head, "score", h, self.score_labels, False, 1, "head"),)
+
     def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
         """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
         'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
-        _maybe_include_all_linear_layers), 'attention' the q, k, v and output projections;
+        _maybe_include_all_linear_layers; a score head is not one, `score_layers`),
+        'attention' the q, k, v and output projections;
         the embedding and lm_head only when named. Raises ValueError naming the modules that
         exist when a target matches none."""
         modules = ("head", "expert", "router") if self.parameter_experts else ("head",)
@@ -665,7 +679,7 @@ class Architecture(BaseModel):
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
-                matched = layers
+                matched = [*layers, *self.score_layers]
             elif target == "attention":
                 matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
             else:

@@ -271,23 +271,34 @@ def scored_architecture(plan: Plan) -> Architecture | None:
     return type(arch)(**{**fields, "score_labels": REWARD_LABELS})
 
 
+def fused_lm_head(plan: Plan) -> bool:
+    """The step runs TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's
+    own trainers, dpo_trainer.py / grpo_trainer.py __init__ add_fused_lm_head)."""
+    return bool(
+        spec_of(plan).log_probs
+        and plan.stack is StackName.trainer
+        and plan.loss is LossKind.fused
+    )
+
+
 def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int) -> int | None:
     """The loss head's peak bytes where the objective changes it (None: the stack's logits).
 
     Reward: the score head's b x s x 1 outputs.
     TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's own trainers;
     LLaMA-Factory's CustomDPOTrainer.concatenated_forward and older TRL take the whole fp32
-    logits, the full loss's buffers for 2b rows): the hidden states it keeps (a copy of the shifted
-    last hidden state), its fp32 gradient, one tile in the compute dtype, the fp32 per-token
-    statistics and, when the lm_head trains, its fp32 gradient accumulator and the copy of it
-    the backward returns."""
+    logits, the full loss's buffers for 2b rows): at the end of its backward, the fp32 gradient
+    of the hidden states and the copy of it the backward returns, one tile in the compute
+    dtype, the fp32 per-token statistics and, when the lm_head trains, its fp32 gradient
+    accumulator and the copy of it the backward returns. The hidden states and labels it
+    keeps from the forward are the activations' (`Setup.head_keeps_input`)."""
     spec = spec_of(plan)
     if spec.classification:
         # LlamaForSequenceClassification.forward (transformers 5.24): score(hidden_states),
         # b x s x num_labels in the compute dtype, of which each row's last token is pooled;
         # RewardTrainer.compute_loss reads only the pooled b x 1
         return ceil_div(setup.compute_bytes * REWARD_LABELS * rows * seq, setup.tp)
-    if not spec.log_probs or plan.stack is not StackName.trainer or plan.loss is not LossKind.fused:
+    if not fused_lm_head(plan):
         return None
     tokens = rows * max(1, seq - 1)
     h = arch.hidden_size
@@ -297,10 +308,11 @@ def head_bytes(plan: Plan, arch: Architecture, setup: Setup, seq: int, rows: int
     # that ChunkedLogProbFunction.backward returns (grad_weight.to(weight.dtype))
     head_grad = (4 + setup.compute_bytes) * arch.vocab_size * h if plan.method is Method.full else 0
     total = (
-        setup.compute_bytes * tokens * h  # the shifted hidden states, reshaped (a copy)
-        + 4 * tokens * h  # grad_hidden, accumulated in fp32
+        # grad_hidden, accumulated in fp32, and grad_hidden.to(hidden.dtype) returned beside
+        # it (kernels/chunked_logprob.py ChunkedLogProbFunction.backward)
+        (4 + setup.compute_bytes) * tokens * h
         + setup.compute_bytes * tile  # mm_buf
-        + (4 + 4 + 8) * tokens  # log_z, the log-probs, the labels
+        + (4 + 4) * tokens  # log_z and the log-probs (or the entropy)
         + head_grad
     )
     return ceil_div(total, setup.tp)
@@ -418,7 +430,7 @@ def objective_sources(plan: Plan, goal: ObjectiveBytes) -> dict[str, str]:
     }
     if spec.classification:
         out["logits"] = f"score head: {rows} x {seq} x {REWARD_LABELS} scores, no vocabulary logits"
-    elif spec.log_probs and plan.stack is StackName.trainer and plan.loss is LossKind.fused:
+    elif fused_lm_head(plan):
         out["logits"] = "TRL's fused LM head: tiles of the logits, fp32 hidden-state gradient"
     if spec.value_model:
         out["value_model"] = "PPO's value model, the policy's architecture, trained like it"

@@ -44,6 +44,11 @@ def _adapted_roles(
     return frozenset(adapted | {lin.role for lin in arch.saved_modules(saved)})
 
 
+@memoised
+def _head_adapted(arch: Architecture, targets: tuple[str, ...]) -> bool:
+    return any(lin.role is Role.lm_head for lin in arch.lora_layers(targets))
+
+
 def activation_setup(plan: Plan) -> Setup:
     """The plan's model run as the design states it: every activation in the plan's compute
     dtype (the residual stream in fp32 under autocast), adapters sharing their inputs."""
@@ -58,6 +63,7 @@ def activation_setup(plan: Plan) -> Setup:
         lora_rank=plan.lora_rank if lora else 0,
         adapter_output_bytes=precision.activation_bytes,
         adapter_dropout=lora and plan.lora_dropout > 0,
+        head_adapter=lora and _head_adapted(plan.model.architecture, plan.lora_targets),
         frozen_linears_keep_inputs=plan.method is Method.qlora and plan.qlora_keeps_inputs,
         offload_layer_inputs=plan.activation_offload,
         grad_bytes=precision.weight_bytes,

@@ -36,6 +36,7 @@ from memtui.estimator.choices import (
     StackName,
     Strategy,
 )
+from memtui.estimator.objectives import fused_lm_head
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
@@ -126,6 +127,7 @@ class TrainerStack(BookStack):
             adapter_input_bytes=2 if lora and autocast else 0,
             adapter_output_bytes=2 if autocast else 4,
             batch_labels=True,
+            head_keeps_input=fused_lm_head(plan),
         )
         return transformers_model(plan, own)
 
