@@ -3,7 +3,8 @@ estimator's objective books (`memtui measure --stack trainer --objective dpo|rew
 memtui/measure/grid.py's OBJECTIVE_GRID rows marked for CI (a 2-layer Llama of hidden 256,
 vocabulary 4096, random weights; DPO and reward: 2 examples a micro-batch of 256 tokens,
 chosen and rejected, DPO full with a reference copy and LoRA with the adapter-disabled base;
-GRPO: 2 completions of 32 tokens per 32-token prompt from Transformers' generate)."""
+GRPO: 2 completions of 32 tokens per 32-token prompt from Transformers' generate; LoRA
+DPO with full gradient checkpointing too, and reward modelling with LoRA)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,12 @@ def test_cpu_only_fold_temporaries_are_apart_and_out_of_the_peak() -> None:
     assert abs(rows["peak"].error) < 0.03, rows["peak"]
 
 
-@pytest.mark.parametrize("name", ["reward full", "grpo full generate"])
+@pytest.mark.parametrize("name", ["reward full", "reward LoRA", "grpo full generate"])
 def test_reward_and_grpo_steps_within_3_percent(name: str) -> None:
     """RewardTrainer's sequence-classification model (no lm_head: its weights are the
-    backbone and a 1 x h score head) and GRPOTrainer's training step on buffered completions
-    from Transformers' generate, against their estimates."""
+    backbone and a 1 x h score head, which PEFT's all-linear adapts too) and GRPOTrainer's
+    training step on buffered completions from Transformers' generate, against their
+    estimates."""
     result = _measured(name)
     rows = {row.key.value: row for row in result.rows}
     for key in ("weights", "gradients", "optimizer_states", "static", "reference_model"):

@@ -147,6 +147,23 @@ def test_reward_model_scores_sequences_without_vocabulary_logits() -> None:
     assert breakdown(reward).state.weights == 2 * (P - VOCAB * H + H)
 
 
+def test_all_linear_lora_adapts_the_reward_models_score_head() -> None:
+    """PEFT's all-linear leaves out only the output embeddings, which a sequence-
+    classification model has none of (peft tuners_utils _maybe_include_all_linear_layers):
+    the 1 x h score head gets an adapter, r x h and 1 x r (measured exact:
+    tests/test_measure_objectives.py 'reward LoRA')."""
+    lora = {"method": Method.lora, "lora_targets": ("all-linear",), "micro_batch": 2}
+    reward = breakdown(plan(objective=Objective.reward, **lora)).state
+    sft = breakdown(plan(**lora)).state
+    r = plan(**lora).lora_rank
+    assert reward.trainable - sft.trainable == r * (H + 1)
+    named = {"method": Method.lora, "lora_targets": ("q_proj", "v_proj"), "micro_batch": 2}
+    assert (
+        breakdown(plan(objective=Objective.reward, **named)).state.trainable
+        == breakdown(plan(**named)).state.trainable
+    )
+
+
 def test_grpo_keeps_a_reference_only_when_beta_is_not_zero() -> None:
     grpo = plan(objective=Objective.grpo, num_generations=1)
     assert terms(grpo)[TermKind.reference_model] == 0  # GRPOConfig.beta 0.0 (TRL 1.16)

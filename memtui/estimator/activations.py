@@ -705,6 +705,30 @@ def _adapter_bytes(arch: Architecture, setup: Setup, s: int, b: int) -> int:
     return (outputs + _own_input_copies(arch, setup)) * s * b
 
 
+def _output_projection_forward(arch: Architecture, setup: Setup, s: int, b: int) -> int:
+    """What the last layer's forward holds at its MLP output projection beyond the layers'
+    kept tensors, where fp32 adapters keep copies of their inputs (`Setup.adapter_input_bytes`)
+    and that projection is adapted: PEFT casts its f-wide input to fp32
+    (peft 0.21 tuners/lora/layer.py Linear.forward, `_cast_input_dtype`) and holds the cast
+    while lora_A, lora_B and `result + lora_B(lora_A(x)) * scaling` run; the input itself,
+    which only the adapter's copy keeps; the base layer's output, the scaled update and their
+    sum; and what the model's frames hold meanwhile (transformers 5.24 modeling_llama.py
+    LlamaModel.forward `inputs_embeds`, the loop's layer input, LlamaDecoderLayer.forward's
+    `residual` and the post-attention norm's output). Measured: memtui measure --stack
+    trainer --objective reward with LoRA, where no logits hide it. Under full checkpointing
+    the rebuilt layer's backward holds more; MoE layers are not modelled here."""
+    roles = setup.trainable_roles
+    full = setup.checkpointing is Checkpointing.full
+    if roles is None or not setup.adapter_input_bytes or full or arch.moe_layer_count:
+        return 0
+    if not roles & {Role.down, Role.fc_out}:
+        return 0
+    h, f = arch.hidden_size, arch.intermediate_size
+    held = 3 * setup.residual_bytes * h + setup.compute_bytes * h
+    projection = setup.compute_bytes * f + 4 * f + 3 * setup.compute_bytes * h
+    return (held + projection) * s * b
+
+
 class Moment(Enum):
     """The moments of a step at which its peak can fall: a stack says what its own buffers
     hold at each (`MomentBytes`), and `buffers_beyond` finds the worst."""
@@ -753,10 +777,11 @@ def activation_bytes(
     replaces the logits (TRL's fused LM head, a reward model's score head), which the last
     layer's backward then hides behind instead.
     """
-    at_loss, at_layer = _moments(arch, setup, seq_len, micro_batch)
+    at_loss, at_layer, at_projection = _moments(arch, setup, seq_len, micro_batch)
     logits = logits_bytes(arch, setup, seq_len, micro_batch) if head is None else head
-    # the loss's backward, and what the last layer's backward holds beyond it with the logits
-    beyond = at_layer - at_loss
+    # the loss's backward, and what the last layer's backward (or its forward, before any
+    # logits) holds beyond it with the logits
+    beyond = max(at_layer, at_projection) - at_loss
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
         # right after a small head's backward, every saved tensor alive but the head's
         # input: LlamaRMSNorm's backward through its fp32 upcast holds five h-wide fp32
@@ -771,7 +796,7 @@ def activation_bytes(
 def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> MomentBytes:
     """What the activations and logits terms hold at each moment, per GPU."""
     s, b = seq_len, micro_batch
-    at_loss, at_layer = (ceil_div(x, setup.tp) for x in _moments(arch, setup, s, b))
+    at_loss, at_layer, at_projection = (ceil_div(x, setup.tp) for x in _moments(arch, setup, s, b))
     # While the loss runs inside the model's forward, the model output still holds the last
     # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
     # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
@@ -785,8 +810,11 @@ def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
     return MomentBytes(
         # every layer's kept tensors and the tail's, the loss's backward buffers
         loss_backward=at_loss + logits_bytes(arch, setup, s, b),
-        # the same activations, the loss's forward buffers and the model output
-        forward_end=at_loss + forward_logits_bytes(arch, setup, s, b) + last_hidden,
+        # the same activations, the loss's forward buffers and the model output; or, before
+        # them, the last layer's output projection (`_output_projection_forward`)
+        forward_end=max(
+            at_loss + forward_logits_bytes(arch, setup, s, b) + last_hidden, at_projection
+        ),
         # the same activations and the gradient of the logits, the loss's buffers freed
         lm_head_backward=at_loss + logits_gradient,
         # the last layer's backward, the tail's freed tensors and the logits buffers gone
@@ -795,12 +823,16 @@ def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
 
 
 @memoised
-def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> tuple[int, int]:
-    """Activation bytes at (the loss's backward, the last layer's backward), the two moments
-    that decide the activations term, before tensor parallelism divides them. The step's
-    activation peak is one of them: every layer's kept tensors, the tail, beside the logits
-    buffers; or the tail and the logits buffers freed, the last layer's own worst moment
-    instead of its kept tensors (`_layer_backward_peak`)."""
+def _moments(
+    arch: Architecture, setup: Setup, seq_len: int, micro_batch: int
+) -> tuple[int, int, int]:
+    """Activation bytes at (the loss's backward, the last layer's backward, the last layer's
+    output projection in forward), the moments that decide the activations term, before
+    tensor parallelism divides them. The step's activation peak is one of them: every layer's
+    kept tensors, the tail, beside the logits buffers; or the tail and the logits buffers
+    freed, the last layer's own worst moment instead of its kept tensors
+    (`_layer_backward_peak`); or, before the tail exists, what the last layer's output
+    projection holds in forward (`_output_projection_forward`)."""
     s, b, layers = seq_len, micro_batch, arch.num_layers
     roles = setup.trainable_roles
     full = setup.checkpointing is Checkpointing.full
@@ -839,7 +871,8 @@ def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
     at_loss = layers_kept + tail + freed
     # the last layer's kept tensors give way to its backward's worst moment, which has them
     at_layer = layers_kept - per_layer + tail + _layer_backward_peak(arch, setup, b, s)
-    return at_loss, at_layer
+    projection = _output_projection_forward(arch, setup, s, b)
+    return at_loss, at_layer, layers_kept + tail + projection if projection else 0
 
 
 def buffers_beyond(

@@ -275,9 +275,7 @@ def fused_lm_head(plan: Plan) -> bool:
     """The step runs TRL's fused LM head (the trainer stack with the fused loss: TRL 1.16's
     own trainers, dpo_trainer.py / grpo_trainer.py __init__ add_fused_lm_head)."""
     return bool(
-        spec_of(plan).log_probs
-        and plan.stack is StackName.trainer
-        and plan.loss is LossKind.fused
+        spec_of(plan).log_probs and plan.stack is StackName.trainer and plan.loss is LossKind.fused
     )
 
 

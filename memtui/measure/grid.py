@@ -165,14 +165,8 @@ micro-batch of 2, steps_per_generation = gradient_accumulation_steps = 2 (TRL's 
 OBJECTIVE_GRID: tuple[Row, ...] = (
     Row("dpo full", llama(), {**DPO}),
     Row("dpo LoRA", llama(), {**DPO, **LORA}),
-    Row("dpo full ckpt", llama(), {**DPO, "checkpointing": "full"}, ci=False,
-        why="the layer rebuilt in backward never meets the fused head's peak (the head's buffers "
-        "are freed before the last layer is rebuilt): at the peak the activations are the "
-        "checkpoints alone; the estimate adds the rebuilt layer (over, never under)"),
-    Row("dpo LoRA ckpt", llama(), {**DPO, **LORA, "checkpointing": "full"}, ci=False,
-        why="the layer rebuilt in backward never meets the fused head's peak (the head's buffers "
-        "are freed before the last layer is rebuilt): at the peak the activations are the "
-        "checkpoints alone; the estimate adds the rebuilt layer (over, never under)"),
+    Row("dpo full ckpt", llama(), {**DPO, "checkpointing": "full"}),
+    Row("dpo LoRA ckpt", llama(), {**DPO, **LORA, "checkpointing": "full"}),
     Row("dpo full s64 b1", llama(), {**DPO, "seq_len": 64, "micro_batch": 1}, ci=False),
     Row("dpo LoRA s64 b1", llama(), {**DPO, **LORA, "seq_len": 64, "micro_batch": 1},
         ci=False),
@@ -187,10 +181,6 @@ OBJECTIVE_GRID: tuple[Row, ...] = (
     Row("grpo LoRA generate", llama(), {**GRPO, **LORA}, ci=False),
     Row("grpo full generate 4 generations", llama(), {**GRPO, "num_generations": 4,
                                                       "micro_batch": 4}, ci=False),
-    Row("reward LoRA", llama(), {**DPO, **LORA, "objective": "reward"}, ci=False,
-        why="PEFT's all-linear adapts the score head too (tuners_utils "
-        "_maybe_include_all_linear_layers leaves out only get_output_embeddings(), None for a "
-        "sequence-classification model): 2,056 fp32 adapter parameters and their "
-        "activations the estimate does not count yet"),
+    Row("reward LoRA", llama(), {**DPO, **LORA, "objective": "reward"}),
 )  # fmt: skip
 """The objectives measured through real TRL trainers (memtui/measure/trl_step.py)."""
