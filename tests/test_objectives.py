@@ -76,8 +76,11 @@ def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
     dpo = terms(plan(objective=Objective.dpo, micro_batch=2, loss=LossKind.fused))
     # DPOTrainer loads the reference in the policy's dtype (bf16: 2 bytes a parameter)
     assert dpo[TermKind.reference_model] == 2 * P
-    # DataCollatorForPreference: [chosen; rejected], 2b sequences through the same layers
-    assert dpo[TermKind.activations] == terms(plan(micro_batch=4))[TermKind.activations]
+    # DataCollatorForPreference: [chosen; rejected], 2b sequences through the same layers,
+    # and the label mask TRL's fused head keeps (trainer/utils.py _fused_forward: 1 byte a
+    # token); its copy of the hidden states is the lm_head input a full fine-tune keeps
+    sft = terms(plan(micro_batch=4))
+    assert dpo[TermKind.activations] == sft[TermKind.activations] + 4 * 1024
     # per token of the s - 1 the fused head scores (DPOTrainer.__init__ outputs=): the
     # policy's fp32 log_probs, entropy and mean_logits, the entropy metric's fp32 product and
     # the reference copy's fp32 log_probs, 2b x (s - 1) each
@@ -85,12 +88,14 @@ def test_dpo_full_keeps_a_reference_copy_and_runs_chosen_and_rejected() -> None:
     lora = terms(plan(objective=Objective.dpo, micro_batch=2, method=Method.lora))
     # the adapter-disabled reference is the same patched model: the policy's three outputs
     assert lora[TermKind.log_probs] == 4 * 1023 * (3 * 4 + 4 + 3 * 4)
-    # TRL's fused LM head (kernels/chunked_logprob.py): the shifted hidden states (bf16) and
-    # their fp32 gradient, one bf16 tile of min(n, 4096) x 32768 (TRL's chunk, whatever the
-    # vocabulary), per-token log_z, log-probs and labels, and the lm_head's fp32 gradient
-    # accumulator with the bf16 copy the backward returns; never the b x s x V logits
+    # TRL's fused LM head (kernels/chunked_logprob.py): the fp32 gradient of the hidden
+    # states and the bf16 copy of it the backward returns, one bf16 tile of min(n, 4096) x
+    # 32768 (TRL's chunk, whatever the vocabulary), per-token log_z and log-probs, and the
+    # lm_head's fp32 gradient accumulator with the bf16 copy the backward returns; never the
+    # b x s x V logits (the hidden states and labels it keeps are activations; measured:
+    # tests/test_measure_objectives.py)
     n = 4 * 1023
-    fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * 32768 + 16 * n + (4 + 2) * VOCAB * H
+    fused = 2 * n * H + 4 * n * H + 2 * min(n, 4096) * 32768 + 8 * n + (4 + 2) * VOCAB * H
     assert dpo[TermKind.logits] == fused < terms(plan(micro_batch=4))[TermKind.logits]
     # with the full loss (LLaMA-Factory's concatenated_forward): the whole logits of 2b rows
     full = terms(plan(objective=Objective.dpo, micro_batch=2))

@@ -147,6 +147,11 @@ class Setup:
     fused_qkv: bool | None = None
     """The model code's q, k, v projection is one linear (lit-gpt's `attn`); None: as the
     architecture says."""
+    adapter_cast_bytes: int = 0
+    """Bytes per element of the cast of an adapted linear's input to the adapter's dtype
+    that PEFT makes and holds while the adapter runs (peft 0.21 tuners/lora/layer.py
+    Linear.forward, `_cast_input_dtype`): 4 for fp32 adapters over 16-bit matmuls, 0 where
+    no copy is made (the input already in the adapter's dtype, or no PEFT)."""
     head_adapter: bool = False
     """The output layer carries a LoRA adapter (a score head under all-linear, an lm_head
     named as a target): its lora_B keeps lora_A's r-wide output."""
@@ -707,25 +712,26 @@ def _adapter_bytes(arch: Architecture, setup: Setup, s: int, b: int) -> int:
 
 def _output_projection_forward(arch: Architecture, setup: Setup, s: int, b: int) -> int:
     """What the last layer's forward holds at its MLP output projection beyond the layers'
-    kept tensors, where fp32 adapters keep copies of their inputs (`Setup.adapter_input_bytes`)
-    and that projection is adapted: PEFT casts its f-wide input to fp32
-    (peft 0.21 tuners/lora/layer.py Linear.forward, `_cast_input_dtype`) and holds the cast
-    while lora_A, lora_B and `result + lora_B(lora_A(x)) * scaling` run; the input itself,
-    which only the adapter's copy keeps; the base layer's output, the scaled update and their
-    sum; and what the model's frames hold meanwhile (transformers 5.24 modeling_llama.py
-    LlamaModel.forward `inputs_embeds`, the loop's layer input, LlamaDecoderLayer.forward's
-    `residual` and the post-attention norm's output). Measured: memtui measure --stack
-    trainer --objective reward with LoRA, where no logits hide it. Under full checkpointing
-    the rebuilt layer's backward holds more; MoE layers are not modelled here."""
+    kept tensors, where that projection's adapter casts its input (`Setup.adapter_cast_bytes`):
+    PEFT holds the f-wide cast while lora_A, lora_B and `result + lora_B(lora_A(x)) *
+    scaling` run (peft 0.21 tuners/lora/layer.py Linear.forward); the 16-bit input itself
+    (the MLP's product), which only the adapter's own copy keeps; the base layer's output,
+    the scaled update and their sum; and the h-wide tensors the model's frames hold meanwhile
+    (transformers 5.24 modeling_llama.py LlamaModel.forward `inputs_embeds`, the loop's layer
+    input, LlamaDecoderLayer.forward's `residual` and the post-attention norm's output).
+    Measured: memtui measure --stack trainer --objective reward with LoRA, where no logits
+    hide it. Under full checkpointing the rebuilt layer's backward holds more; MoE layers are
+    not modelled here."""
     roles = setup.trainable_roles
     full = setup.checkpointing is Checkpointing.full
-    if roles is None or not setup.adapter_input_bytes or full or arch.moe_layer_count:
+    if roles is None or not setup.adapter_cast_bytes or full or arch.moe_layer_count:
         return 0
     if not roles & {Role.down, Role.fc_out}:
         return 0
     h, f = arch.hidden_size, arch.intermediate_size
-    held = 3 * setup.residual_bytes * h + setup.compute_bytes * h
-    projection = setup.compute_bytes * f + 4 * f + 3 * setup.compute_bytes * h
+    held = 4 * setup.residual_bytes * h
+    projection = (setup.compute_bytes + setup.adapter_cast_bytes) * f
+    projection += 3 * setup.compute_bytes * h
     return (held + projection) * s * b
 
 

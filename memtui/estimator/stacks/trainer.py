@@ -125,6 +125,8 @@ class TrainerStack(BookStack):
             else frozenset(),
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
             adapter_input_bytes=2 if lora and autocast else 0,
+            # PEFT's fp32 adapters over bf16 matmuls: the MLP's bf16 product is cast to fp32
+            adapter_cast_bytes=4 if lora and autocast else 0,
             adapter_output_bytes=2 if autocast else 4,
             batch_labels=True,
             head_keeps_input=fused_lm_head(plan),
