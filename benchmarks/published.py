@@ -67,11 +67,10 @@ HUB_QLORA = HUB_LORA.replace("--method lora", "--method qlora").replace(
     "--optimizer adamw", "--optimizer paged-adamw --no-double-quant --qlora-keeps-inputs"
 )
 # torchtune 2024 configs: bf16, batch 2, max_seq_len 512 (Alpaca is longer), CrossEntropyLoss;
-# torchtune 0.1.x (v0.1.0 2024-04-15, v0.1.1 2024-04-18), whose LoRA builders default to
-# lora_dropout=0.05 (models/llama2/_model_builders.py lora_llama2_7b)
+# torchtune 0.1.x (v0.1.0 2024-04-15, v0.1.1 2024-04-18)
 TT_2404 = (
     "--stack torchtune --torchtune-version 0.1.1 --precision bf16 --micro-batch 2 --seq-len 512 "
-    "--loss full --lora-dropout 0.05 "
+    "--loss full "
     "--attention flash --optimizer adamw --optimizer-kernel foreach"  # no fused: True in 2024
 )
 PEFT_70B = (
