@@ -101,8 +101,8 @@ MQA_MATH = (
     "the s x s scores are stored; the 1079- and 256-token runs differ by 9.5 MB per token"
 )
 FUSED_QV = (
-    "LoRA on the whole fused query_key_value (lit-gpt adapts its q and v parts, and its "
-    "zero_pad keeps their update for backward: memtui cannot express that split)"
+    "LoRA on the fused query_key_value: the litgpt stack takes lit-gpt's q and v parts of it "
+    "(finetune/lora.py lora_query, lora_value) and the update zero_pad keeps for backward"
 )
 TINYLLAMA_ACCUM = (
     "tiny-llama/full.yaml (Lightning-AI/litgpt @089fc5c6c): global_batch_size 32, "
