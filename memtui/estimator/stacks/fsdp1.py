@@ -22,9 +22,10 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
   parameter, made at unshard and freed at reshard (post_reshard), one unit at a time.
 - Only parameters are flattened, sharded and offloaded (FlatParamHandle, CPUOffload): the
   4-bit linears' quant_state of a bitsandbytes QLoRA base, an attribute of each Params4bit
-  that Params4bit.to moved to the GPU with the data at wrapping (_init_utils.py
-  _move_states_to_device: `tensor.data = tensor.to(device)`), stays whole on every GPU,
-  offloaded or not (bitsandbytes 0.43+, whose quant_storage lets FSDP shard the codes).
+  that Params4bit.to moves to the GPU with the data when FSDP places the unit (_init_utils.py
+  _move_states_to_device: `param.data = param.to(device_from_device_id)`, torch 2.2.2),
+  stays whole on every GPU, offloaded or not (bitsandbytes 0.43+, whose quant_storage lets
+  FSDP shard the codes).
 - Under gradient accumulation accelerate runs FSDP's no_sync (Accelerator.no_sync), which
   accumulates the full model's unsharded gradients in the param dtype until the last
   micro-batch (FullyShardedDataParallel.no_sync: "FSDP will accumulate the full model
