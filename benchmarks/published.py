@@ -66,9 +66,11 @@ HUB_LORA = (
 HUB_QLORA = HUB_LORA.replace("--method lora", "--method qlora").replace(
     "--optimizer adamw", "--optimizer paged-adamw --no-double-quant --qlora-keeps-inputs"
 )
-# torchtune 2024 configs: bf16, batch 2, max_seq_len 512 (Alpaca is longer), CrossEntropyLoss
+# torchtune 2024 configs: bf16, batch 2, max_seq_len 512 (Alpaca is longer), CrossEntropyLoss;
+# torchtune 0.1.x (v0.1.0 2024-04-15, v0.1.1 2024-04-18)
 TT_2404 = (
-    "--stack torchtune --precision bf16 --micro-batch 2 --seq-len 512 --loss full "
+    "--stack torchtune --torchtune-version 0.1.1 --precision bf16 --micro-batch 2 --seq-len 512 "
+    "--loss full "
     "--attention flash --optimizer adamw --optimizer-kernel foreach"  # no fused: True in 2024
 )
 PEFT_70B = (
@@ -99,8 +101,8 @@ MQA_MATH = (
     "the s x s scores are stored; the 1079- and 256-token runs differ by 9.5 MB per token"
 )
 FUSED_QV = (
-    "LoRA on the whole fused query_key_value (lit-gpt adapts its q and v parts, and its "
-    "zero_pad keeps their update for backward: memtui cannot express that split)"
+    "LoRA on the fused query_key_value: the litgpt stack takes lit-gpt's q and v parts of it "
+    "(finetune/lora.py lora_query, lora_value) and the update zero_pad keeps for backward"
 )
 TINYLLAMA_ACCUM = (
     "tiny-llama/full.yaml (Lightning-AI/litgpt @089fc5c6c): global_batch_size 32, "

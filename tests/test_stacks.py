@@ -151,6 +151,18 @@ def test_litgpt_lora_on_part_of_qkv_keeps_the_update_that_zero_pad_scatters():
     assert padded(StackName.generic, ("q_proj", "v_proj")) == 0  # PEFT adapts each linear
 
 
+def test_litgpt_lora_on_a_fused_qkv_projection_updates_its_query_and_value_parts():
+    # lit-gpt has no LoRA over a whole fused attention linear: finetune/lora.py builds
+    # LoRAQKVLinear with enable_lora = (lora_query, lora_key, lora_value) = (True, False, True),
+    # so zero_pad keeps the q and v parts' update: 2 x 4096 values per token for StableLM-alpha
+    # 3B (hidden 4096, 32 heads of 128); measured on CPU with lit-gpt 8641822's GPT-NeoX block
+    stablelm = load_model("stabilityai/stablelm-base-alpha-3b")
+    p = plan(model=stablelm, stack=StackName.litgpt, precision=Precision.bf16,
+             method=Method.lora, lora_targets=("query_key_value",))  # fmt: skip
+    saved = layer_saved(stablelm.architecture, STACKS[StackName.litgpt].setup(p))
+    assert sum(item.per_token for item in saved if "zero_pad" in item.what) == 2 * 4096
+
+
 def test_the_generic_step_under_autocast_pays_for_the_bf16_weight_copies_too():
     # fp32 weights under torch.autocast: whatever loop runs them, autocast caches a bf16 copy
     # of each trainable weight a matmul reads (aten/src/ATen/autocast_mode.h cached_cast)

@@ -16,6 +16,7 @@ from memtui.estimator import (
     Hardware,
     LossKind,
     Method,
+    Offload,
     Optimizer,
     OverheadSettings,
     Plan,
@@ -29,6 +30,7 @@ from memtui.estimator import (
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.model_source import load_model
 from memtui.estimator.stacks import STACKS
+from memtui.estimator.versions import PackageVersion
 
 LLAMA2_7B = load_model("meta-llama/Llama-2-7b-hf")
 # meta-llama/Llama-2-7b-hf config.json: hidden_size, intermediate_size, num_hidden_layers,
@@ -230,6 +232,20 @@ def test_fsdp1_gathers_flat_parameters_two_units_at_a_time():
     assert transient(one_gpu(stack=StackName.fsdp1, strategy=Strategy.fsdp))[1] == 0
 
 
+def test_fsdp1_leaves_bitsandbytes_quant_state_whole_on_every_gpu():
+    # bitsandbytes nn/modules.py: the absmax constants are Params4bit.quant_state, no parameter
+    # or buffer, so FSDP1's FlatParamHandle never shards them and CPUOffload never moves them;
+    # double quantization keeps 8 bits per block of 64 and one fp32 constant per 256 blocks
+    qs = QUANTIZED * (8 / 64 + 32 / (64 * 256)) / 8
+    fsdp1 = {"stack": StackName.fsdp1, "method": Method.qlora, "strategy": Strategy.fsdp}
+    offloaded = state(plan(offload=Offload.params, **fsdp1))
+    assert offloaded[0] == round(qs)
+    sharded = state(plan(**fsdp1))[0]
+    # FSDP2 (fully_shard) gives the same plan's weights without a whole quant_state
+    fsdp2 = state(plan(**{**fsdp1, "stack": StackName.fsdp2}))[0]
+    assert sharded - fsdp2 == pytest.approx(qs * (1 - 1 / N), abs=2)
+
+
 @pytest.mark.parametrize("stack", [StackName.fsdp2, StackName.fsdp1])
 def test_fsdp_no_sync_accumulates_unsharded_gradients(stack):
     # accelerate's gradient accumulation runs the model under no_sync (Accelerator.no_sync):
@@ -313,8 +329,9 @@ def test_trainer_modules_to_save_copy_keeps_the_base_dtype():
 
 
 def torchtune(**update: object) -> Plan:
+    update = {"loss": LossKind.chunked, **update}
     return one_gpu(stack=StackName.torchtune, strategy=Strategy.ddp, precision=Precision.bf16,
-                   loss=LossKind.chunked, **update)  # fmt: skip
+                   **update)  # fmt: skip
 
 
 def test_torchtune_pure_bf16_has_no_master_and_bf16_moments():
@@ -343,6 +360,21 @@ def test_torchtune_chunked_cross_entropy_upcasts_one_chunk_at_a_time():
     assert breakdown(torchtune(seq_len=s, micro_batch=b)).terms[TermKind.logits] == expected
     # no 4 B fp32 copy of every logit and its gradients as with the whole-logits loss
     assert expected < 12 * logits
+
+
+def test_torchtune_whole_logits_loss_runs_on_the_models_fp32_logits():
+    # modules/transformer.py TransformerDecoder.forward (v0.1.0-v0.6.1): without output chunks
+    # `output = self.output(h).float()`, so torch.nn.CrossEntropyLoss keeps fp32 log-probs and
+    # its backward fp32 gradients: 3 x 4 B per logit. Before v0.3.0 the train loop also keeps
+    # `logits[..., :-1, :].contiguous()` (fp32) through backward: 4 B more (recipes/
+    # full_finetune_distributed.py v0.1.0-v0.2.1); v0.3.0 shifts the labels and dels the logits
+    s, b = 1024, 1
+    logits = s * b * VOCAB
+    current = breakdown(torchtune(seq_len=s, micro_batch=b, loss=LossKind.full))
+    assert current.terms[TermKind.logits] == 12 * logits
+    old = {"torchtune": PackageVersion(version="0.1.1", source="a test")}
+    kept = breakdown(torchtune(seq_len=s, micro_batch=b, loss=LossKind.full, versions=old))
+    assert kept.terms[TermKind.logits] == 16 * logits
 
 
 def test_torchtune_activation_offloading_pins_every_checkpointed_layer_input():

@@ -136,6 +136,9 @@ class Setup:
     """LitGPT's LoRAQKVLinear.zero_pad: when some but not all of q, k, v are adapted, it
     scatters lora_B's output into a zero qkv-wide tensor with index_copy, whose backward keeps
     its source (lit_gpt/lora.py; checked on CPU: the enabled parts' widths per token)."""
+    fused_qkv_parts: frozenset[Role] = frozenset()
+    """The parts of a fused q/k/v projection its adapter updates when the plan adapts the fused
+    projection itself (lit-gpt's LoRAQKVLinear enables them one by one: `padded_qkv_update`)."""
     activation_saves: int | None = None
     """f-wide tensors a plain MLP's activation saves beyond its input, when the stack's model
     code computes it differently from Transformers' (`Architecture.activation_saves`): LitGPT's
@@ -391,7 +394,8 @@ def _attention_parts(
     roles = setup.trainable_roles
     if setup.padded_qkv_update and roles is not None:
         widths = {Role.q: qw, Role.k: kvw, Role.v: arch.v_width}
-        adapted = [w for role, w in widths.items() if role in roles]
+        parts = roles | setup.fused_qkv_parts if Role.qkv in roles else roles
+        adapted = [w for role, w in widths.items() if role in parts]
         if 0 < len(adapted) < len(widths):
             upto.append(Saved("LoRA update before zero_pad (index_copy's source)",
                               per_token=sum(adapted)))  # fmt: skip

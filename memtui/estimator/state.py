@@ -71,6 +71,9 @@ class Layout:
     persistent_weights: float = 0.0
     """Part of `weights` every GPU keeps whole even when parameters are sharded (ZeRO-3's
     persistence threshold)."""
+    replicated_weights: float = 0.0
+    """Part of `weights` that is no parameter, so the sharding and parameter offload of FSDP1
+    leave it whole on every GPU (bitsandbytes' 4-bit quant_state: `nf4_quant_state_bytes`)."""
 
 
 def _scaled(tensors: Sequence[TrainableTensor], scale: float) -> list[TrainableTensor]:
@@ -189,6 +192,31 @@ def stored_linear_bytes(stored: StoredQuantization, lin: LinearLayer) -> float:
     return packed + 2 * groups * d_out + g_idx
 
 
+def nf4_quant_state_bytes(plan: Plan) -> float:
+    """Bytes of bitsandbytes' quant_state of a QLoRA base quantized at load: the absmax
+    constants of every quantized weight (the codes are the Params4bit's data). QuantState is an
+    attribute of the Params4bit, not a parameter or buffer (bitsandbytes nn/modules.py; the
+    reason FSDP's sync_module_states cannot broadcast it: AnswerDotAI/fsdp_qlora PR #4), and
+    Params4bit.to moves it with the data to the GPU, whole."""
+    if plan.method is not Method.qlora or plan.model.architecture.quantized is not None:
+        return 0.0
+    absmax_bits = nf4_bits_per_param(plan.qlora_double_quant) - NF4_CODE_BITS
+    return quantized_parameters(plan) * absmax_bits / 8
+
+
+def quantized_parameters(plan: Plan) -> int:
+    """Weights bitsandbytes quantizes when it loads a base in 4 bits: the linear layers inside
+    the blocks (embeddings, lm_head, norms and biases stay unquantized: transformers'
+    get_keys_to_not_convert) and a vision tower's nn.Linear layers (get_keys_to_not_convert,
+    quantizers/base.py, 5.24, spares only tied weights, the output embedding and the last
+    module), scaled to the model's parameter count."""
+    arch = plan.model.architecture
+    linears = [lin for lin in arch.linear_layers if lin.group != "head"]
+    tower = arch.tower.linear_weights if arch.tower is not None else 0
+    quantized = sum(lin.d_in * lin.d_out * lin.count for lin in linears) + tower
+    return round(quantized * plan.model.parameters / arch.parameter_count)
+
+
 def frozen_base_bytes(
     plan: Plan, base_bytes: int | None = None, upcast_bytes: int | None = None
 ) -> int:
@@ -208,11 +236,7 @@ def frozen_base_bytes(
     # lm_head, norms and biases stay unquantized (transformers' get_keys_to_not_convert).
     linears = [lin for lin in arch.linear_layers if lin.group != "head"]
     if stored is None:
-        # a vision tower's nn.Linear layers too: get_keys_to_not_convert (quantizers/base.py,
-        # 5.24) spares only tied weights, the output embedding and the last module
-        tower = arch.tower.linear_weights if arch.tower is not None else 0
-        quantized = sum(lin.d_in * lin.d_out * lin.count for lin in linears) + tower
-        quantized = round(quantized * p / arch.parameter_count)
+        quantized = quantized_parameters(plan)
         converted = quantized * nf4_bits_per_param(plan.qlora_double_quant) / 8
     else:
         kept = [lin.count - stored.unconverted(lin.name, lin.count) for lin in linears]
@@ -267,7 +291,8 @@ def shard(
     t = plan.tp
     dw, dg, do = strategy_spec(strategy).divisors(plan)
     keep = layout.persistent_weights if dw > 1 else 0.0
-    w = keep / t + (layout.weights - keep) / t / dw
+    whole = layout.replicated_weights
+    w = keep / t + (layout.weights - keep - whole) / t / dw
     g = layout.gradients / t / dg
     m = layout.master / t / do
     o = layout.optimizer / t / do
@@ -281,6 +306,7 @@ def shard(
         # ZeRO-Infinity / FSDP CPUOffload: the parameter and gradient shards move too.
         cpu += w + g
         w = g = 0.0
+    w += whole / t
     total = layout.weights + layout.gradients + layout.master + layout.optimizer
     return StaticState(
         weights=round(w),

@@ -20,6 +20,12 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
   (uses_sharded_strategy is False), every rank keeps the whole fp32 model, gradients and
   moments; under MixedPrecision the unit's low-precision copy (_mp_shard) is its unsharded
   parameter, made at unshard and freed at reshard (post_reshard), one unit at a time.
+- Only parameters are flattened, sharded and offloaded (FlatParamHandle, CPUOffload): the
+  4-bit linears' quant_state of a bitsandbytes QLoRA base, an attribute of each Params4bit
+  that Params4bit.to moves to the GPU with the data when FSDP places the unit (_init_utils.py
+  _move_states_to_device: `param.data = param.to(device_from_device_id)`, torch 2.2.2),
+  stays whole on every GPU, offloaded or not (bitsandbytes 0.43+, whose quant_storage lets
+  FSDP shard the codes).
 - Under gradient accumulation accelerate runs FSDP's no_sync (Accelerator.no_sync), which
   accumulates the full model's unsharded gradients in the param dtype until the last
   micro-batch (FullyShardedDataParallel.no_sync: "FSDP will accumulate the full model
@@ -28,12 +34,14 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memtui.estimator.activations import Setup
 from memtui.estimator.capabilities import fsdp_shard_bytes
 from memtui.estimator.choices import StackName, Strategy
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, unit_buffers
-from memtui.estimator.state import StaticState
+from memtui.estimator.state import Layout, StaticState, TrainableTensor, nf4_quant_state_bytes
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
 
 
@@ -42,6 +50,13 @@ class Fsdp1Stack(Fsdp2Stack):
 
     name = StackName.fsdp1
     units_in_flight = 2  # limit_all_gathers
+
+    def layout(
+        self, plan: Plan, strategy: Strategy, tensors: tuple[TrainableTensor, ...]
+    ) -> Layout:
+        # the quant_state is no parameter: never sharded or offloaded (module docstring)
+        sharded = super().layout(plan, strategy, tensors)
+        return replace(sharded, replicated_weights=nf4_quant_state_bytes(plan))
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup

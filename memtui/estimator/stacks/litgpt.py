@@ -74,6 +74,10 @@ class LitGptStack(BookStack):
             # lit_gpt/model.py GptNeoxMLP.forward: torch.nn.functional.gelu(x, approximate=...)
             activation_saves=1,
             padded_qkv_update=True,
+            # a LoRA on the fused attention linear updates its query and value parts only
+            # (finetune/lora.py: lora_query=True, lora_key=False, lora_value=True, 8641822
+            # to 2024; config_hub/finetune/*/lora.yaml lora_key: false)
+            fused_qkv_parts=frozenset({Role.q, Role.v}),
         )
 
     def transient(

@@ -40,6 +40,7 @@ from memtui.estimator.state import (
 )
 from memtui.estimator.terms import TermKind
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
+from memtui.estimator.versions import Package
 
 
 def same_dtype_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layout:
@@ -78,13 +79,22 @@ class TorchtuneStack(BookStack):
 
     def setup(self, plan: Plan) -> Setup:
         base = same_dtype_setup(plan)
-        if plan.loss is LossKind.full:
-            # torch.nn.CrossEntropyLoss on the model's bf16 logits, which the recipe keeps
-            # referenced through backward (lora_finetune_single_device.py, 2024 configs)
-            return replace(
-                base, loss_bytes=base.compute_bytes, kept_logits_bytes=base.compute_bytes
-            )
-        return base  # CEWithChunkedOutputLoss upcasts each chunk; the recipe frees the logits
+        if plan.loss is not LossKind.full:
+            return base  # CEWithChunkedOutputLoss upcasts each chunk; the recipe frees them
+        # Without output chunks TransformerDecoder.forward returns fp32 logits
+        # (modules/transformer.py: `self.output(h).float()`, v0.1.0 to v0.6.1), so
+        # torch.nn.CrossEntropyLoss runs in fp32. Before v0.3.0 the recipes' train loop takes
+        # `logits[..., :-1, :].contiguous()` and keeps it referenced through backward
+        # (full_finetune_distributed.py, lora_finetune_single_device.py v0.1.0-v0.2.1);
+        # v0.3.0 shifts the labels instead and runs `del logits` before backward.
+        before_03 = plan.versions.before(Package.torchtune, (0, 3))
+        return replace(
+            base,
+            output_logits_bytes=4,
+            loss_bytes=4,
+            shifted_logits_copy=before_03,
+            kept_logits_bytes=4 if before_03 else 0,
+        )
 
     def transient(
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
