@@ -31,6 +31,7 @@ from memtui.cli import build_parser  # noqa: E402
 from memtui.commands.plan_flags import plan_from_args  # noqa: E402
 from memtui.estimator import estimate  # noqa: E402
 from memtui.estimator.plan import Plan  # noqa: E402
+from memtui.estimator.report import Report  # noqa: E402
 from memtui.estimator.versions import Package  # noqa: E402
 
 GB, GiB = 10**9, 2**30
@@ -690,6 +691,122 @@ PEFT_MC_RUNS = _peft_mc_runs()
 FMS_RUNS = tuple(_fms_run(row) for row in _fms_rows())
 
 
+def _plan(flags: str) -> Report:
+    """memtui's report for a run's flags (the parameter count a row is checked against)."""
+    return estimate(plan_from_args(build_parser().parse_args(["estimate", *flags.split()])))
+
+
+# ---- The rest of LitGPT's config-hub table: its 1xA10G rows not compared above ----
+# The README's rows (cells as published, spaces around them dropped). config_hub/finetune/
+# <config> at the same commit: the checkpoint, LoRA rank and dropout, the
+# layers (lora_query and lora_value only, or every linear and lora_head), and for the full
+# fine-tunes the micro-batches per step (global_batch_size / micro_batch_size); bf16-true,
+# torch.optim.AdamW, no checkpointing, one device (bitsandbytes==0.42.0 in its pyproject)
+HUB_QV, HUB_ALL, HUB_QKV = "q_proj,v_proj", "all-linear,lm_head", "query_key_value"
+HUB_ROWS = """
+|falcon-7b/lora.yaml|falcon-7b|4|512|1|1xA10G|24.84 min|$0.7|16.69 GB|
+|falcon-7b/qlora.yaml|falcon-7b|4|512|1|1xA10G|50.85 min|$1.5|9.44 GB|
+|gemma-2b/lora.yaml|gemma-2b|2|512|2|1xA10G|9.41 min|$0.3|12.62 GB|
+|gemma-2b/qlora.yaml|gemma-2b|2|512|2|1xA10G|12.91 min|$0.4|11.58 GB|
+|gemma-7b/qlora.yaml|gemma-7b|2|512|1|1xA10G|43.58 min|$1.3|17.18 GB|
+|gemma2-2b/lora.yaml|gemma-2b|2|512|2|1xA10G|11.96 min|$0.4|14.31 GB|
+|gemma2b/qlora.yaml|gemma-2b|2|512|2|1xA10G|16.06 min|$0.5|13.52 GB|
+|gemma2-9b/qlora.yaml|gemma-2-9b|2|512|1|1xA10G|50.01 min|$4.0|20.92 GB|
+|llama-3.1-8b/lora.yaml|llama-3.1-8b|2|512|1|1xA10G|13.36 min|$1.1|19.73 GB|
+|llama-3.1-8b/qlora.yaml|llama-3.1-8b|2|512|2|1xA10G|21.81 min|$0.7|17.41 GB|
+|llama-3.2-1b/full.yaml|llama-3.2-1b|1|512|4|1xA10G|2.01 min|$0.1|8.70 GB|
+|llama-3.2-1b/lora.yaml|llama-3.2-1b|2|512|1|1xA10G|4.17 min|$0.4|4.49 GB|
+|llama-3.2-1b/qlora.yaml|llama-3.2-1b|2|512|2|1xA10G|6.20 min|$0.6|5.53 GB|
+|llama-3.2-3b/full.yaml|llama-3.2-3b|1|512|4|1xA10G|4.71 min|$0.4|16.51 GB|
+|llama-3.2-3b/lora.yaml|llama-3.2-3b|2|512|1|1xA10G|8.31 min|$0.8|9.67 GB|
+|llama-3.2-3b/qlora.yaml|llama-3.2-3b|2|512|2|1xA10G|14.89 min|$1.4|10.30 GB|
+|mistral-7b-v0.2/lora.yaml|mistral-7b-v0.2|4|512|2|1xA10G|31.00 min|$0.9|20.66 GB|
+|mistral-7b-v0.2/qlora.yaml|mistral-7b-v0.2|4|512|2|1xA10G|44.75 min|$1.3|14.29 GB|
+|mistral-7b/qlora.yaml|mistral-7b|4|512|2|1xA10G|44.75 min|$1.3|14.29 GB|
+|phi-2/qlora.yaml|phi-2|1|512|4|1xA10G|4.51 min|$0.1|14.27 GB|
+|phi-3/full.yaml|Phi-3-mini-4k-instruct|1|512|4|1xA10G|6.93 min|$0.2|17.01 GB|
+|phi-3/lora.yaml|Phi-3-mini-4k-instruct|1|512|4|1xA10G|6.46 min|$0.2|19.75 GB|
+|phi-3/qlora.yaml|Phi-3-mini-4k-instruct|1|512|4|1xA10G|7.47 min|$0.2|19.13 GB|
+|stablelm-base-alpha-3b/lora.yaml|stablelm-base-alpha-3b|4|512|1|1xA10G|13.07 min|$0.4|8.58 GB|
+|stablelm-base-alpha-3b/qlora.yaml|stablelm-base-alpha-3b|4|512|1|1xA10G|25.86 min|$0.8|5.24 GB|
+|tiny-llama/lora.yaml|tiny-llama|3|512|8|1xA10G|8.09 min|$0.2|13.50 GB|
+|tiny-llama/qlora.yaml|tiny-llama|3|512|8|1xA10G|8.70 min|$0.3|16.24 GB|
+"""
+HUB_PLANS: dict[str, tuple[str, int, float, str, int]] = {
+    "falcon-7b/lora.yaml": ("tiiuae/falcon-7b", 32, 0.05, HUB_QKV, 1),
+    "falcon-7b/qlora.yaml": ("tiiuae/falcon-7b", 32, 0.05, HUB_QKV, 1),
+    "gemma-2b/lora.yaml": ("google/gemma-2b", 8, 0.1, HUB_ALL, 1),
+    "gemma-2b/qlora.yaml": ("google/gemma-2b", 16, 0.1, HUB_ALL, 1),
+    "gemma-7b/qlora.yaml": ("google/gemma-7b", 16, 0.1, HUB_ALL, 1),
+    "gemma2-2b/lora.yaml": ("google/gemma-2-2b", 8, 0.1, HUB_ALL, 1),
+    "gemma2b/qlora.yaml": ("google/gemma-2-2b", 16, 0.1, HUB_ALL, 1),  # gemma2-2b/qlora.yaml
+    "gemma2-9b/qlora.yaml": ("google/gemma-2-9b", 16, 0.1, HUB_ALL, 1),
+    "llama-3.1-8b/lora.yaml": ("meta-llama/Llama-3.1-8B", 32, 0.05, HUB_QV, 1),
+    "llama-3.1-8b/qlora.yaml": ("meta-llama/Llama-3.1-8B", 32, 0.05, HUB_QV, 1),
+    "llama-3.2-1b/full.yaml": ("meta-llama/Llama-3.2-1B", 0, 0.0, "", 16),
+    "llama-3.2-1b/lora.yaml": ("meta-llama/Llama-3.2-1B", 32, 0.05, HUB_QV, 1),
+    "llama-3.2-1b/qlora.yaml": ("meta-llama/Llama-3.2-1B", 32, 0.05, HUB_QV, 1),
+    "llama-3.2-3b/full.yaml": ("meta-llama/Llama-3.2-3B", 0, 0.0, "", 16),
+    "llama-3.2-3b/lora.yaml": ("meta-llama/Llama-3.2-3B", 32, 0.05, HUB_QV, 1),
+    "llama-3.2-3b/qlora.yaml": ("meta-llama/Llama-3.2-3B", 32, 0.05, HUB_QV, 1),
+    "mistral-7b-v0.2/lora.yaml": ("mistralai/Mistral-7B-v0.1", 32, 0.05, HUB_QV, 1),
+    "mistral-7b-v0.2/qlora.yaml": ("mistralai/Mistral-7B-v0.1", 32, 0.05, HUB_QV, 1),
+    "mistral-7b/qlora.yaml": ("mistralai/Mistral-7B-v0.1", 32, 0.05, HUB_QV, 1),
+    "phi-2/qlora.yaml": ("microsoft/phi-2", 8, 0.05, HUB_ALL, 1),
+    "phi-3/full.yaml": ("microsoft/Phi-3-mini-4k-instruct", 0, 0.0, "", 2),
+    "phi-3/lora.yaml": ("microsoft/Phi-3-mini-4k-instruct", 8, 0.05, HUB_ALL, 1),
+    "phi-3/qlora.yaml": ("microsoft/Phi-3-mini-4k-instruct", 8, 0.05, HUB_ALL, 1),
+    "stablelm-base-alpha-3b/lora.yaml": ("stabilityai/stablelm-base-alpha-3b", 32, 0.05, HUB_QKV,
+                                         1),
+    "stablelm-base-alpha-3b/qlora.yaml": ("stabilityai/stablelm-base-alpha-3b", 32, 0.05, HUB_QKV,
+                                          1),
+    "tiny-llama/lora.yaml": ("TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", 32, 0.05,
+                             HUB_ALL, 1),
+    "tiny-llama/qlora.yaml": ("TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", 32, 0.05,
+                              HUB_ALL, 1),
+}  # fmt: skip
+HUB_FULL_SHORT = (
+    "the row's peak is below what its config's bf16 weights, gradients and AdamW's two moments "
+    "take alone (8 B per parameter: 9.9 GB for Llama 3.2 1B, 25.7 GB for 3B, 30.6 GB for "
+    "Phi-3-mini, the last two beyond the A10G's 24 GB), so the run was not the config it names"
+)
+MISTRAL_V02 = (
+    "unsloth/Mistral-7B-v0.2 has Mistral-7B-v0.1's shapes (layers, heads, 32,000 vocabulary); "
+    "its larger rope theta and no sliding window change no stored tensor at 512 tokens"
+)
+
+
+def _hub_run(row: str) -> Run:
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    config, micro_batch, peak = cells[0], cells[4], float(cells[8].removesuffix(" GB"))
+    model, rank, dropout, targets, accum = HUB_PLANS[config]
+    method = config.split("/")[1].removesuffix(".yaml")
+    run_id = f"litgpt-ch-{config.removesuffix('.yaml').replace('/', '-')}-a10g"
+    notes = [FUSED_QV] if targets == HUB_QKV else []
+    if model.startswith("mistralai/") and "v0.2" in config:
+        notes.append(MISTRAL_V02)
+    if method == "full":
+        flags = (
+            "--stack litgpt --precision bf16 --method full --optimizer adamw --attention flash "
+            "--gpus 1 --strategy ddp --checkpointing none --seq-len 512 --gpu-memory a10g "
+            f"--grad-accum {accum}"
+        )
+        notes.append(f"{config}: {accum} micro-batches per optimizer step")
+    else:
+        base = HUB_QLORA if method == "qlora" else HUB_LORA
+        flags = base.replace("--lora-rank 32", f"--lora-rank {rank}").replace(
+            "--lora-dropout 0.05", f"--lora-dropout {dropout}"
+        )
+        flags += f" --lora-targets {targets}"
+    flags += f" --model {model} --micro-batch {micro_batch}"
+    if method == "full" and peak * GB < 8 * _plan(flags).parameters.total:
+        return Run(run_id, LITGPT_HUB, row, "", peak * GB, "allocated", cannot=HUB_FULL_SHORT)
+    return Run(run_id, LITGPT_HUB, row, flags, peak * GB, "allocated", notes=notes)
+
+
+HUB_RUNS = tuple(_hub_run(row) for row in HUB_ROWS.strip().splitlines())
+
+
 RUNS: tuple[Run, ...] = (
     Run("litgpt-rt-phi15-lora-mb1", LITGPT_RT,
         "| 1.3 B | phi-1.5 | None | 1 | 1,572,864 | 4.82 GB | 1.62 min |",
@@ -924,6 +1041,7 @@ RUNS: tuple[Run, ...] = (
     # ---- the two sources above the runs list: PEFT's method comparison, fms-acceleration ----
     *PEFT_MC_RUNS,
     *FMS_RUNS,
+    *HUB_RUNS,
 )  # fmt: skip
 
 
@@ -944,8 +1062,7 @@ class Outcome:
 
 def predict(run: Run) -> Outcome:
     """memtui's figure for the run's plan that matches what the run measured."""
-    args = build_parser().parse_args(["estimate", *run.flags.split()])
-    plan = plan_from_args(args)
+    plan = plan_from_args(build_parser().parse_args(["estimate", *run.flags.split()]))
     budget = estimate(plan).budget
     if run.kind == "allocated":
         figure, basis = budget.allocated, "allocated"
