@@ -807,6 +807,27 @@ def _hub_run(row: str) -> Run:
 HUB_RUNS = tuple(_hub_run(row) for row in HUB_ROWS.strip().splitlines())
 
 
+# ---- llama-recipes' FSDP LoRA memory PR: listed (its forward returns the key/value cache) ----
+COOKBOOK = "meta-llama/llama-cookbook pull/41 (merged as e5970e2e, Jul 2023)"
+COOKBOOK_CACHE = (
+    "use_cache=True: llama_finetuning.py wraps the decoder layers in FSDP's own checkpoint "
+    "wrapper, so transformers' gradient checkpointing flag is off and LlamaModel.forward "
+    "returns every layer's key/value cache (llama-recipes pull 165 turns it off: ~4 GB on "
+    "this 7B run); memtui does not model a training forward that builds the cache"
+)
+COOKBOOK_RUNS = (
+    Run("cookbook-pr41-llama2-7b-lora-fsdp4-no-limiter", COOKBOOK,
+        "With `limit_all_gathers=False`: Peak active: 25.86 GB", "", 25.86 * GB, "allocated",
+        cannot=COOKBOOK_CACHE),
+    Run("cookbook-pr41-llama2-7b-lora-fsdp4-keeps-output", COOKBOOK,
+        "With `limit_all_gathers=True`: Peak active: 20.20 GB", "", 20.20 * GB, "allocated",
+        cannot=COOKBOOK_CACHE),
+    Run("cookbook-pr41-llama2-7b-lora-fsdp4", COOKBOOK,
+        "this only uses 15.22 GB peak active memory and 19.36 GB peak reserved memory", "",
+        15.22 * GB, "allocated", cannot=COOKBOOK_CACHE),
+)  # fmt: skip
+
+
 RUNS: tuple[Run, ...] = (
     Run("litgpt-rt-phi15-lora-mb1", LITGPT_RT,
         "| 1.3 B | phi-1.5 | None | 1 | 1,572,864 | 4.82 GB | 1.62 min |",
@@ -1042,6 +1063,7 @@ RUNS: tuple[Run, ...] = (
     *PEFT_MC_RUNS,
     *FMS_RUNS,
     *HUB_RUNS,
+    *COOKBOOK_RUNS,
 )  # fmt: skip
 
 
