@@ -8,7 +8,9 @@ process as the driver sees it) or `unknown`. memtui's matching figure is the bud
 allocated, reserved or total; an `unknown` metric is compared with reserved and reported
 apart. Runs that used something memtui cannot express are listed with the reason, not
 dropped. Shapes that depend on the dataset are the cap the run was truncated or padded to
-(said per run).
+(said per run). The frameworks' versions a run recorded are its plan's --*-version flags; the
+summary gives the error per stack, stack and method, method, kind of figure, transformers
+release range and source (benchmarks/error_band.py turns the same residuals into the band).
 
     python benchmarks/published.py                      # the table and the summary
     python benchmarks/published.py --write docs/accuracy.md
@@ -1101,10 +1103,18 @@ def _range(plan: Plan) -> str:
     ForCausalLMLoss upcasts and takes a shifted copy, 4.49+ pads the labels instead."""
     given = plan.versions.of(Package.transformers)
     if given is None:
-        return "transformers not stated"
+        return RANGES[3]
     if given.release < (4, 46):
-        return "transformers < 4.46"
-    return "transformers 4.46-4.48" if given.release < (4, 49) else "transformers >= 4.49"
+        return RANGES[0]
+    return RANGES[1] if given.release < (4, 49) else RANGES[2]
+
+
+RANGES = (
+    "transformers < 4.46",
+    "transformers 4.46-4.48",
+    "transformers >= 4.49",
+    "transformers not stated",
+)
 
 
 def _pct(x: float) -> str:
@@ -1154,7 +1164,8 @@ def _summary(outcomes: list[Outcome]) -> list[str]:
         "source": lambda o: o.run.source.split()[0],
     }
     for name, key in groups.items():
-        for value in sorted({key(o) for o in outcomes}):
+        order = RANGES.index if name == "versions" else None  # oldest release first
+        for value in sorted({key(o) for o in outcomes}, key=order):
             rows.append(line(f"{name}: {value}", [o for o in outcomes if key(o) == value]))
     return rows
 
