@@ -40,8 +40,8 @@ def test_a_plan_gets_the_band_of_the_runs_of_its_stack_and_method():
     band = band_for(StackName.torchtune, Method.lora)
     assert band is not None and band.runs_of == "torchtune lora"
     assert band.low <= band.high
-    # no published run of the trainer stack: every run's band
-    every = band_for(StackName.trainer, Method.full)
+    # no published run of the fsdp2 stack: every run's band
+    every = band_for(StackName.fsdp2, Method.full)
     assert every is not None and every.runs_of == "every published run"
     assert every.n >= band.n
 
