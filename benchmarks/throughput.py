@@ -230,6 +230,108 @@ VLM_ROWS = {
 }
 
 
+XTUNER_L3 = "InternLM/xtuner xtuner/configs/llama/llama3_8b/README.md @1cc5ef98c (Speed)"
+XTUNER_BENCH = "InternLM/xtuner docs/zh_cn/acceleration/benchmark.rst @4d2758ec5"
+XTUNER_DEFAULTS = (
+    "the card: A100-SXM4-80GB, the hardware of XTuner's speed benchmarks "
+    "(docs/zh_cn/acceleration/benchmark.rst @4d2758ec5); the README: 'Full parameter "
+    "fine-tune Llama3 8B in 8k context only requires 2 * A100-80G'",
+    "xtuner/model/sft.py @0c3a08fc0 SupervisedFinetune: use_activation_checkpointing=True "
+    "(gradient_checkpointing_enable on every decoder layer)",
+    "xtuner/configs/deepspeed/deepspeed_zero3.json @05525371: stage 3, overlap_comm true, "
+    "reduce_bucket_size and allgather_bucket_size 3e8, fp16 with dynamic loss scaling: "
+    "timed as 16-bit mixed precision (the A100's dense fp16 and bf16 peaks are the same "
+    "312 TFLOPS)",
+)
+XTUNER_L3_CONFIG = (
+    "the README's own config, xtuner/configs/llama/llama3_8b_instruct/"
+    "llama3_8b_instruct_full_alpaca_e3.py @bbcd94bb0: batch_size 1, accumulative_counts 16 "
+    "(times the sequence-parallel size), torch.optim.AdamW, pack_to_max_length True, "
+    "use_varlen_attn False (each packed sequence attends causally over its whole length); "
+    "max_length the row's sequence length"
+)
+XTUNER_PER_GPU = (
+    "'Tokens per Second' per GPU: the row's TFLOPs column is XTuner's per-GPU figure "
+    "(xtuner/engine/hooks/throughput_hook.py @0cf62e606: FLOPs per iteration over the "
+    "iteration time, recompute counted); the figure is taken over whole accumulations"
+)
+XTUNER_SP = (
+    "sequence parallelism (XTuner's DeepSpeed-Ulysses-style all-to-all around attention, "
+    "docs/zh_cn/acceleration/train_extreme_long_sequence.rst): a memtui plan has no "
+    "sequence-parallel degree"
+)
+XTUNER_VARLEN = (
+    "use_varlen_attn True: each packed Alpaca sample attends only to itself (flash-attn's "
+    "varlen kernel), where a memtui plan times causal attention over the whole packed "
+    "sequence"
+)
+XTUNER_STAGE = (
+    "the ZeRO stage is not stated (the doc's configs leave it to the launch command's "
+    "--deepspeed; ZeRO-2 and ZeRO-3 both fit a 7B model on 80 GB)"
+)
+
+
+def _xtuner_llama3(gpus: int, seq_len: int, sp: int, row: str) -> Run:
+    """One row of XTuner's Llama 3 8B ZeRO-3 speed table (full fine-tune, 8 GPUs a node)."""
+    figure = float(row.split("|")[6])
+    per_node = min(gpus, 8)
+    return Run(
+        f"xtuner-llama3-8b-full-zero3-{gpus}xa100-s{seq_len}" + (f"-sp{sp}" if sp > 1 else ""),
+        XTUNER_L3,
+        row,
+        Config(
+            "meta-llama/Meta-Llama-3-8B-Instruct", "a100-80gb", per_node, "full", "bf16-mixed",
+            "adamw", "zero3", 1, seq_len, 16 * sp, "full", "deepspeed",
+            "--ds-overlap-comm --ds-reduce-bucket 3e8", nodes=gpus // per_node,
+        ),
+        figure,
+        Per.gpu,
+        "XTuner (DeepSpeed ZeRO-3)",
+        defaults=(
+            *XTUNER_DEFAULTS, XTUNER_L3_CONFIG,
+            *(("16 GPUs: two nodes of 8; the link between them is not stated: memtui's "
+               "default inter-node link",) if gpus > 8 else ()),
+        ),
+        notes=(XTUNER_PER_GPU,),
+        cannot=XTUNER_SP if sp > 1 else "",
+    )  # fmt: skip
+
+
+def _xtuner_bench(model: str, gpus: int, seq_len: int, sp: int, figure: float, row: str) -> Run:
+    """One row of XTuner's speed benchmark (varlen attention, full fine-tune, ZeRO)."""
+    size = "70b" if "70b" in model else "7b"
+    config = (
+        f"xtuner/configs/llama_speed_benchmark/llama2_{size}/llama2_{size}_full_alpaca_enzh_"
+        f"{seq_len // 1024 if seq_len < 2**20 else 1}{'k' if seq_len < 2**20 else 'M'}"
+        f"_sp{sp}.py @10bf08396: batch_size 1, accumulative_counts = sequence_parallel_size, "
+        "torch.optim.AdamW, packed to max_length, use_varlen_attn True"
+    )
+    why = [XTUNER_VARLEN]
+    if sp > 1:
+        why.append(XTUNER_SP)
+    if size == "7b":
+        why.append(XTUNER_STAGE)
+    return Run(
+        f"xtuner-bench-llama2-{size}-full-{gpus}xa100-s{seq_len}-sp{sp}",
+        XTUNER_BENCH,
+        row,
+        Config(
+            model, "a100-80gb", 8, "full", "bf16-mixed", "adamw", "zero3", 1, seq_len, sp,
+            "full", "deepspeed", nodes=gpus // 8,
+        ),
+        figure,
+        Per.gpu,
+        "XTuner (DeepSpeed)",
+        defaults=(
+            *XTUNER_DEFAULTS, config,
+            *(("ZeRO-3: a 70B model's bf16 weights alone (140 GB) exceed one 80 GB card, "
+               "so the stage that shards them",) if size == "70b" else ()),
+        ),
+        notes=("'TGS 全称是 Tokens per GPU per Second'",),
+        cannot="; ".join(why),
+    )  # fmt: skip
+
+
 def _vectorlm(method: str, gpus: int, column: int) -> Run:
     """One cell of VectorLM's Meta-Llama-3-8B table: (seq_len, micro-batch) per column."""
     seq_len, micro_batch = ((2048, 8), (4096, 4), (8192, 2))[column]
@@ -251,6 +353,46 @@ def _vectorlm(method: str, gpus: int, column: int) -> Run:
         defaults=VLM_DEFAULTS,
         notes=(f"column 'Meta-Llama-3-8B ({seq_len})': {cell}", VLM_NOTE),
     )  # fmt: skip
+
+
+XTUNER_L3_ROWS = {
+    (2, 8192): "| Llama3 8B |       8k        |     2      | ZeRO-3 |         2         |      "
+    "1037.0       |  76.8  |",
+    (4, 8192): "| Llama3 8B |       8k        |     4      | ZeRO-3 |         1         |      "
+    "2331.3       | 172.6  |",
+    (8, 8192): "| Llama3 8B |       8k        |     8      | ZeRO-3 |         1         |      "
+    "2771.2       | 205.1  |",
+    (16, 8192): "| Llama3 8B |       8k        |     16     | ZeRO-3 |         1         |      "
+    "2127.2       | 157.5  |",
+    (8, 16384): "| Llama3 8B |       16k       |     8      | ZeRO-3 |         2         |      "
+    "2320.7       | 191.7  |",
+    (8, 32768): "| Llama3 8B |       32k       |     8      | ZeRO-3 |         4         |      "
+    "1870.2       | 186.6  |",
+    (8, 65536): "| Llama3 8B |       64k       |     8      | ZeRO-3 |         8         |      "
+    "1356.4       | 182.0  |",
+    (8, 131072): "| Llama3 8B |      128k       |     8      | ZeRO-3 |         8         |      "
+    " 875.7       | 177.7  |",
+}
+# benchmark.rst's list-table rows: model, GPUs, sequence length, sequence parallel, TGS
+XTUNER_BENCH_ROWS = (
+    ("meta-llama/Llama-2-7b-hf", 8, 8192, 1, 3028.3),
+    ("meta-llama/Llama-2-7b-hf", 8, 32768, 1, 2234.2),
+    ("meta-llama/Llama-2-7b-hf", 8, 131072, 8, 948.6),
+    ("meta-llama/Llama-2-7b-hf", 8, 262144, 8, 540.1),
+    ("meta-llama/Llama-2-7b-hf", 32, 1048576, 16, 133.6),
+    ("meta-llama/Llama-2-70b-hf", 32, 8192, 1, 216.8),
+    ("meta-llama/Llama-2-70b-hf", 32, 32768, 4, 300.9),
+    ("meta-llama/Llama-2-70b-hf", 32, 131072, 8, 144.7),
+    ("meta-llama/Llama-2-70b-hf", 32, 262144, 16, 63.8),
+    ("meta-llama/Llama-2-70b-hf", 64, 1048576, 64, 21.8),
+)
+
+
+def _rst_row(model: str, gpus: int, seq_len: int, figure: float) -> str:
+    """benchmark.rst's list-table row, its cells joined (model, GPUs, length, TGS)."""
+    name = "Llama2-70B" if "70b" in model else "Llama2-7B"
+    length = f"{seq_len // 1024}k" if seq_len < 2**20 else "1M"
+    return f"* - {name} - {gpus} - {length} - {figure}"
 
 
 RUNS: tuple[Run, ...] = (
@@ -479,6 +621,12 @@ RUNS: tuple[Run, ...] = (
                "partitions (the blog's Table 1)",)),
     # VectorLM: FSDP1 fine-tuning of Llama 3 8B on 1, 2 and 4 A100 80GB
     *(_vectorlm(m, g, c) for m in ("full", "lora") for g in (1, 2, 4) for c in (0, 1, 2)),
+    # XTuner: Llama 3 8B full fine-tune under DeepSpeed ZeRO-3 on A100 80GB, 8k packed
+    *(_xtuner_llama3(g, s, sp, XTUNER_L3_ROWS[(g, s)]) for g, s, sp in (
+        (4, 8192, 1), (8, 8192, 1), (16, 8192, 1), (2, 8192, 2), (8, 16384, 2),
+        (8, 32768, 4), (8, 65536, 8), (8, 131072, 8))),
+    # XTuner's speed benchmark against LLaMA-Factory: Llama 2 7B and 70B, varlen attention
+    *(_xtuner_bench(m, g, s, sp, f, _rst_row(m, g, s, f)) for m, g, s, sp, f in XTUNER_BENCH_ROWS),
 )  # fmt: skip
 
 
