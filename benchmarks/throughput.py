@@ -332,6 +332,58 @@ def _xtuner_bench(model: str, gpus: int, seq_len: int, sp: int, figure: float, r
     )  # fmt: skip
 
 
+KEMPNER = (
+    "KempnerInstitute/KempnerForge benchmarks/mfu_scaling/mfu_scaling_2026-04-05.md @9f3f03a07"
+)
+KEMPNER_DEFAULTS = (
+    "KempnerInstitute/KempnerForge benchmarks/mfu_scaling/mfu_bench.sh @9f3f03a07: "
+    "--train.activation_checkpointing=full, --optimizer.fused=true, seq_len 4096, each "
+    "experiment's batch_size, grad_accum_steps, tp and dp_shard; compile_model=true",
+    "kempnerforge/distributed/parallel.py @01b461a: FSDP2 fully_shard per TransformerBlock, "
+    "default_mp_policy MixedPrecisionPolicy(param_dtype bfloat16, reduce_dtype float32)",
+    "the 7B and 70B models: Llama 3 8B's and 70B's shapes (the report's Models table and the "
+    "script's --model flags: dim, layers, heads, 8 kv heads, vocab 128256, ffn 1.3x / 28672)",
+    "4 H200s per node on NVLink; 'InfiniBand inter-node' at a speed not stated: memtui's "
+    "default inter-node link",
+    "one data-parallel rank (1 GPU, or tensor parallelism alone) is not sharded "
+    "(scripts/train.py @01b461a applies fully_shard only over a mesh): a memtui plan of "
+    "one data-parallel rank has no FSDP collectives either",
+    "kempnerforge/distributed/tensor_parallel.py @01b461a: DTensor ColwiseParallel q, k, v, "
+    "gate, up; RowwiseParallel o, down; SequenceParallel norms (Megatron's volume, as "
+    "all-gathers and reduce-scatters)",
+)
+KEMPNER_JOB = (
+    "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
+    "10,471 = 32,768 = 2 x 4 x 4096)"
+)
+
+
+def _kempner(
+    number: int, model: str, gpus: int, tp: int, micro_batch: int, grad_accum: int, row: str
+) -> Run:
+    """One row of KempnerForge's H200 MFU table (pretraining-style, FSDP2 and TP)."""
+    nodes = max(1, gpus // 4)
+    size = "70b" if "70B" in model else "8b"
+    layout = f"tp{tp}-" if tp > 1 else ""
+    return Run(
+        f"kempner-{number:02d}-llama3-{size}-{layout}{gpus}xh200",
+        KEMPNER,
+        row,
+        Config(
+            model, "h200", gpus // nodes, "full", "bf16-mixed", "adamw",
+            "fsdp", micro_batch, 4096, grad_accum, "full", "fsdp2",
+            f"--loss full --optimizer-kernel fused --tp {tp}", nodes=nodes,
+        ),
+        float(row.split("|")[6].replace(",", "")),
+        Per.job,
+        "KempnerForge (FSDP2)",
+        compiled=True,
+        pretraining=True,
+        defaults=KEMPNER_DEFAULTS,
+        notes=(KEMPNER_JOB,),
+    )  # fmt: skip
+
+
 def _vectorlm(method: str, gpus: int, column: int) -> Run:
     """One cell of VectorLM's Meta-Llama-3-8B table: (seq_len, micro-batch) per column."""
     seq_len, micro_batch = ((2048, 8), (4096, 4), (8192, 2))[column]
@@ -372,6 +424,27 @@ XTUNER_L3_ROWS = {
     "1356.4       | 182.0  |",
     (8, 131072): "| Llama3 8B |      128k       |     8      | ZeRO-3 |         8         |      "
     " 875.7       | 177.7  |",
+}
+L3_8B, L3_70B = "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B"
+# experiment, model, GPUs, TP degree, micro-batch, accumulation (mfu_bench.sh's flags; the
+# 13B rows' model, a 14.84B Llama 3 shape, is no published checkpoint memtui can read)
+KEMPNER_RUNS = (
+    (1, L3_8B, 1, 1, 2, 4), (2, L3_8B, 2, 1, 2, 4), (3, L3_8B, 2, 2, 4, 2),
+    (4, L3_8B, 4, 1, 4, 2), (5, L3_8B, 4, 4, 4, 2), (6, L3_8B, 4, 2, 4, 2),
+    (7, L3_8B, 8, 4, 4, 2), (10, L3_8B, 16, 4, 4, 2), (12, L3_8B, 32, 4, 4, 2),
+    (14, L3_70B, 32, 4, 2, 4),
+)  # fmt: skip
+KEMPNER_ROWS = {
+    1: "| 1 | 1 | 1 | 7B | — | 10,471 | **57.8** | 80.7 GB | 3.13s |",
+    2: "| 2 | 2 | 1 | 7B | FSDP=2 | 18,728 | 51.7 | 62.4 GB | 3.50s |",
+    3: "| 3 | 2 | 1 | 7B | TP=2 | 13,163 | 36.4 | 57.8 GB | 2.49s |",
+    4: "| 4 | 4 | 1 | 7B | FSDP=4 | 38,983 | **53.8** | 61.1 GB | 3.36s |",
+    5: "| 5 | 4 | 1 | 7B | TP=4 | 25,135 | 34.7 | 39.4 GB | 1.30s |",
+    6: "| 6 | 4 | 1 | 7B | TP=2+FSDP=2 | 25,980 | 35.9 | 45.9 GB | 2.52s |",
+    7: "| 7 | 8 | 2 | 7B | TP=4+FSDP=2 | 44,299 | 30.6 | 32.7 GB | 1.48s |",
+    10: "| 10 | 16 | 4 | 7B | TP=4+FSDP=4 | 82,988 | 28.6 | 29.4 GB | 1.58s |",
+    12: "| 12 | 32 | 8 | 7B | TP=4+FSDP=8 | 155,917 | 26.9 | 27.6 GB | 1.68s |",
+    14: "| 14 | 32 | 8 | 70B | TP=4+FSDP=8 | 17,657 | 25.4 | 93.2 GB | 14.85s |",
 }
 # benchmark.rst's list-table rows: model, GPUs, sequence length, sequence parallel, TGS
 XTUNER_BENCH_ROWS = (
@@ -625,6 +698,8 @@ RUNS: tuple[Run, ...] = (
     *(_xtuner_llama3(g, s, sp, XTUNER_L3_ROWS[(g, s)]) for g, s, sp in (
         (4, 8192, 1), (8, 8192, 1), (16, 8192, 1), (2, 8192, 2), (8, 16384, 2),
         (8, 32768, 4), (8, 65536, 8), (8, 131072, 8))),
+    # KempnerForge: Llama 3 shapes on H200 (4 a node), FSDP2 and tensor parallelism
+    *(_kempner(n, m, g, tp, b, ga, KEMPNER_ROWS[n]) for n, m, g, tp, b, ga in KEMPNER_RUNS),
     # XTuner's speed benchmark against LLaMA-Factory: Llama 2 7B and 70B, varlen attention
     *(_xtuner_bench(m, g, s, sp, f, _rst_row(m, g, s, f)) for m, g, s, sp, f in XTUNER_BENCH_ROWS),
 )  # fmt: skip
