@@ -130,6 +130,13 @@ TT_2409 = "pytorch/torchtune README.md @30b8519e8 (Sep 2024 table)"
 TT_2411 = "pytorch/torchtune README.md @1814feb17 (Nov 2024 table)"
 TITAN_A100 = "pytorch/torchtitan docs/performance.md @041336434 (64 x A100 80GB)"
 TITAN_H100 = "pytorch/torchtitan docs/performance.md @eaea6f6a2 (torchtitan 9dec370, Dec 2024)"
+TITAN_H200 = "pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @1af29373a"
+TITAN_H200_CONFIG = (
+    "the doc's command: train_configs/llama3_8b.toml (seq_len 8192, selective op "
+    "checkpointing), --training.local_batch_size=2 --training.compile "
+    "--model.converters=float8 --float8.enable_fsdp_float8_all_gather"
+)
+AUTOMODEL = "NVIDIA-NeMo/Automodel docs/performance-summary.md @01926a5c4"
 HF_BLOG = "huggingface/blog deepspeed-to-fsdp-and-back.md @09e9aa2d9 (Table 3)"
 VLM = "VectorInstitute/vectorlm docs/reference_throughput.md @0703e0752 (torch 2.2.2)"
 
@@ -352,6 +359,13 @@ KEMPNER_DEFAULTS = (
     "gate, up; RowwiseParallel o, down; SequenceParallel norms (Megatron's volume, as "
     "all-gathers and reduce-scatters)",
 )
+KEMPNER_WEAK = "KempnerInstitute/KempnerForge benchmarks/weak_scaling_160gpu/README.md @e9f918929"
+KEMPNER_B70 = (
+    "benchmarks/weak_scaling_160gpu/weak_scaling_160gpu_bench.sh @e9f918929: B70 "
+    "--train.batch_size=2 --train.grad_accum_steps=4 --train.compile_model=true, "
+    "--distributed.tp=4 and dp_shard; the README: 'activation checkpointing (full), fused "
+    "AdamW'"
+)
 KEMPNER_JOB = (
     "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
     "10,471 = 32,768 = 2 x 4 x 4096)"
@@ -359,27 +373,34 @@ KEMPNER_JOB = (
 
 
 def _kempner(
-    number: int, model: str, gpus: int, tp: int, micro_batch: int, grad_accum: int, row: str
+    name: str,
+    model: str,
+    gpus: int,
+    tp: int,
+    micro_batch: int,
+    grad_accum: int,
+    row: str,
+    source: str = KEMPNER,
 ) -> Run:
-    """One row of KempnerForge's H200 MFU table (pretraining-style, FSDP2 and TP)."""
+    """One row of KempnerForge's H200 tables (pretraining-style, FSDP2 and TP)."""
     nodes = max(1, gpus // 4)
-    size = "70b" if "70B" in model else "8b"
+    size = "70b" if model == L3_70B else "8b"
     layout = f"tp{tp}-" if tp > 1 else ""
     return Run(
-        f"kempner-{number:02d}-llama3-{size}-{layout}{gpus}xh200",
-        KEMPNER,
+        f"kempner-{name}-llama3-{size}-{layout}{gpus}xh200",
+        source,
         row,
         Config(
             model, "h200", gpus // nodes, "full", "bf16-mixed", "adamw",
             "fsdp", micro_batch, 4096, grad_accum, "full", "fsdp2",
             f"--loss full --optimizer-kernel fused --tp {tp}", nodes=nodes,
         ),
-        float(row.split("|")[6].replace(",", "")),
+        float(row.split("|")[6 if source == KEMPNER else 4].split("±")[0].replace(",", "")),
         Per.job,
         "KempnerForge (FSDP2)",
         compiled=True,
         pretraining=True,
-        defaults=KEMPNER_DEFAULTS,
+        defaults=KEMPNER_DEFAULTS if source == KEMPNER else (*KEMPNER_DEFAULTS[1:], KEMPNER_B70),
         notes=(KEMPNER_JOB,),
     )  # fmt: skip
 
@@ -446,6 +467,16 @@ KEMPNER_ROWS = {
     12: "| 12 | 32 | 8 | 7B | TP=4+FSDP=8 | 155,917 | 26.9 | 27.6 GB | 1.68s |",
     14: "| 14 | 32 | 8 | 70B | TP=4+FSDP=8 | 17,657 | 25.4 | 93.2 GB | 14.85s |",
 }
+# the 70B rows of the weak-scaling report (TP 4 in a node, FSDP across nodes, batch 2 and
+# accumulation 4 a GPU: weak_scaling_160gpu_bench.sh @e9f918929, compile_model=true)
+KEMPNER_WEAK_ROWS = (
+    (8, "| 70b | 8 | tp4_fsdp2 | 3,623 | 20.6 | 128.5 | 18.09 | 1 |"),
+    (32, "| 70b | 32 | tp4_fsdp8 | 18,688 | 26.5 | 93.2 | 14.03 | 1 |"),
+    (64, "| 70b | 64 | tp4_fsdp16 | 35,824 | 25.4 | 86.8 | 14.63 | 1 |"),
+    (96, "| 70b | 96 | tp4_fsdp24 | 52,190 | 24.7 | 84.6 | 15.07 | 1 |"),
+    (128, "| 70b | 128 | tp4_fsdp32 | 69,985 | 24.8 | 83.6 | 14.98 | 1 |"),
+    (160, "| 70b | 160 | tp4_fsdp40 | 85,571±43 | 24.3±0.0 | 82.9 | 15.32 | 2 |"),
+)
 # benchmark.rst's list-table rows: model, GPUs, sequence length, sequence parallel, TGS
 XTUNER_BENCH_ROWS = (
     ("meta-llama/Llama-2-7b-hf", 8, 8192, 1, 3028.3),
@@ -673,6 +704,30 @@ RUNS: tuple[Run, ...] = (
         notes=("Table 3: 128 GPUs, local batch size 2; 'backend RDMA network with 400 Gb/s "
                "per GPU'",),
         cannot=f"{H100_96}; {TITAN_OP_SAC}"),
+    # torchtitan on H200 (Trainy, June 2025): Float8 linears and Float8 FSDP all-gathers
+    *(Run(f"titan-h200-llama31-8b-fp8-{8 * n}xh200", TITAN_H200,
+          f"| {n} | {tps} | {mem} |",
+          Config("meta-llama/Llama-3.1-8B", "h200", 8, "full", "bf16-mixed", "adamw", "fsdp",
+                 2, 8192, 1, "selective", "fsdp2", "--loss full --inter-node ib-ndr", nodes=n),
+          tps, Per.gpu, "torchtitan (FSDP2)", compiled=True, pretraining=True,
+          defaults=(TITAN_H200_CONFIG,),
+          notes=("'TPS and Memory(GiB) are arbitrarily sampled at the 100th iteration'; "
+                 "'400Gb/s (Mellanox CX-7) per GPU'",),
+          cannot=f"--model.converters=float8 (Float8 matmuls and all-gathers): a memtui plan "
+                 f"has no fp8 precision; {TITAN_OP_SAC}")
+      for n, tps, mem in ((4, 10938, "47.96"), (8, 10753, "46.97"))),
+    # NeMo AutoModel's LoRA row on DGX-H100: pipeline parallelism
+    Run("automodel-llama3-70b-lora-tp2-pp4-8xh100", AUTOMODEL,
+        "| Llama3 70B | 8 | 32 | 1 | 4 | 4 | 4096 | 2 | 4 | 1 | - | 10 | 1 | - | 26.92 | 176 | "
+        "608.42 |",
+        Config("meta-llama/Meta-Llama-3-70B", "h100-sxm", 8, "lora", "bf16", "adamw", "ddp",
+               1, 4096, 4, "none", "generic", "--tp 2"),
+        608.42, Per.gpu, "NeMo AutoModel",
+        notes=("'System: DGX-H100, Precision: BF16'; 'Step times include forward and backward "
+               "passes + optimizer step for the global batch'",),
+        cannot="pipeline parallelism (PP 4, 10 virtual stages) beside TP 2: a memtui plan has "
+               "no pipeline-parallel degree; the LoRA shape and checkpointing are in a config "
+               "the summary links but does not quote"),
     # accelerate's FSDP and DeepSpeed compared on four A100s (IBM Granite 7B)
     Run("hfblog-granite7b-fsdp-4xa100", HF_BLOG,
         "| FSDP (aligned mode) | 3158.7                    | 10.4              | 0.41"
@@ -699,7 +754,9 @@ RUNS: tuple[Run, ...] = (
         (4, 8192, 1), (8, 8192, 1), (16, 8192, 1), (2, 8192, 2), (8, 16384, 2),
         (8, 32768, 4), (8, 65536, 8), (8, 131072, 8))),
     # KempnerForge: Llama 3 shapes on H200 (4 a node), FSDP2 and tensor parallelism
-    *(_kempner(n, m, g, tp, b, ga, KEMPNER_ROWS[n]) for n, m, g, tp, b, ga in KEMPNER_RUNS),
+    *(_kempner(f"{n:02d}", m, g, tp, b, ga, KEMPNER_ROWS[n])
+      for n, m, g, tp, b, ga in KEMPNER_RUNS),
+    *(_kempner("weak", L3_70B, g, 4, 2, 4, row, KEMPNER_WEAK) for g, row in KEMPNER_WEAK_ROWS),
     # XTuner's speed benchmark against LLaMA-Factory: Llama 2 7B and 70B, varlen attention
     *(_xtuner_bench(m, g, s, sp, f, _rst_row(m, g, s, f)) for m, g, s, sp, f in XTUNER_BENCH_ROWS),
 )  # fmt: skip
@@ -799,6 +856,7 @@ def _summary(outcomes: list[Outcome]) -> list[str]:
         ("method", lambda o: o.plan.method.value),
         ("runner", lambda o: o.run.runner),
         ("torch.compile", lambda o: "compiled" if o.run.compiled else "eager"),
+        ("tensor parallel", lambda o: "TP" if o.plan.tp > 1 else "none"),
     ]
     rows = [
         "| runs | n | median abs error | max abs error | median error |",
