@@ -366,6 +366,15 @@ KEMPNER_B70 = (
     "--distributed.tp=4 and dp_shard; the README: 'activation checkpointing (full), fused "
     "AdamW'"
 )
+# torch distributed/tensor/parallel/style.py ColwiseParallel._prepare_input_fn redistributes
+# each module's own input; torchtitan gathers once per attention and MLP (PrepareModuleInput)
+KEMPNER_TP = (
+    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan puts "
+    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up without a "
+    "PrepareModuleInput, so each redistributes (all-gathers) its own copy of the sequence-"
+    "sharded input: 7 collectives per layer and pass where memtui counts Megatron's 4 "
+    "(1.75x its tensor-parallel volume, about 3-10 points of these runs' error)"
+)
 KEMPNER_JOB = (
     "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
     "10,471 = 32,768 = 2 x 4 x 4096)"
@@ -401,7 +410,7 @@ def _kempner(
         compiled=True,
         pretraining=True,
         defaults=KEMPNER_DEFAULTS if source == KEMPNER else (*KEMPNER_DEFAULTS[1:], KEMPNER_B70),
-        notes=(KEMPNER_JOB,),
+        notes=(KEMPNER_JOB, *((KEMPNER_TP,) if tp > 1 else ())),
     )  # fmt: skip
 
 
