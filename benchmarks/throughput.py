@@ -42,10 +42,13 @@ BEGIN, END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 
 class Per(Enum):
-    """Whose tokens the published tokens/s counts."""
+    """Whose tokens the published figure counts."""
 
     gpu = "per GPU"
     job = "all GPUs"
+    step = "seconds per optimizer step"
+    """The figure is the optimizer step's seconds (a trainer's s/it), each GPU training its
+    own micro_batch x seq_len x grad_accum tokens in it (data parallel only)."""
 
 
 class Over(Enum):
@@ -105,7 +108,7 @@ class Run:
     quote: str
     config: Config
     figure: float
-    """Tokens per second, as published."""
+    """Tokens per second, or seconds per optimizer step (`Per.step`), as published."""
     per: Per
     runner: str
     """The software that ran it, as the source names it."""
@@ -121,6 +124,9 @@ class Run:
 
     @property
     def tokens_per_second_per_gpu(self) -> float:
+        if self.per is Per.step:
+            c = self.config
+            return c.micro_batch * c.seq_len * c.grad_accum / self.figure
         return self.figure if self.per is Per.gpu else self.figure / self.config.total_gpus
 
 
@@ -137,6 +143,25 @@ TITAN_H200_CONFIG = (
     "--model.converters=float8 --float8.enable_fsdp_float8_all_gather"
 )
 AUTOMODEL = "NVIDIA-NeMo/Automodel docs/performance-summary.md @01926a5c4"
+SWIFT_ZERO3 = "modelscope/ms-swift examples/train/long_text/zero3.sh @e2a5019da"
+SWIFT_BENCH = "modelscope/ms-swift docs/source_en/Megatron-SWIFT/Quick-start.md @8d86f2444"
+SWIFT_BENCH_SCRIPT = (
+    "the table's script, examples/megatron/benchmark/deepspeed.sh @d0c71e48c: "
+    "--per_device_train_batch_size 1 --gradient_accumulation_steps 2 --packing true "
+    "--max_length 8192 --attn_impl flash_attn (its --deepspeed set to the column's stage)"
+)
+SWIFT_DEFAULTS = (
+    "swift/trainers/arguments.py @e2a5019da: gradient_checkpointing True; transformers "
+    "TrainingArguments' optim adamw_torch; --torch_dtype bfloat16 (bf16 mixed precision, "
+    "DeepSpeed's fp32 partitions)",
+    "s/it: the trainer's seconds per optimizer step",
+)
+SWIFT_PACKING = (
+    "--packing true: swift/llm/template/base.py @e2a5019da restarts position_ids at each "
+    "packed sample, so flash-attention attends within each sample (a memtui plan times causal "
+    "attention over the whole max_length), and a bin-packed row's fill below max_length is "
+    "not stated"
+)
 HF_BLOG = "huggingface/blog deepspeed-to-fsdp-and-back.md @09e9aa2d9 (Table 3)"
 VLM = "VectorInstitute/vectorlm docs/reference_throughput.md @0703e0752 (torch 2.2.2)"
 
@@ -737,6 +762,26 @@ RUNS: tuple[Run, ...] = (
         cannot="pipeline parallelism (PP 4, 10 virtual stages) beside TP 2: a memtui plan has "
                "no pipeline-parallel degree; the LoRA shape and checkpointing are in a config "
                "the summary links but does not quote"),
+    # ms-swift: DeepSpeed full fine-tunes of Qwen2.5, packed; the trainer's s/it
+    Run("swift-qwen25-7b-full-zero3-4xa100-s16384", SWIFT_ZERO3,
+        "# GPU Memory: 4 * 56GB, Training Speed 10s/it",
+        Config("Qwen/Qwen2.5-7B", "a100-80gb", 4, "full", "bf16-mixed", "adamw", "zero3", 1,
+               16384, 2, "full", "deepspeed", "--loss fused"),
+        10, Per.step, "ms-swift (DeepSpeed ZeRO-3)",
+        defaults=(*SWIFT_DEFAULTS, "the card: 'Env: 4 * A100' at 56 GB a GPU, so 80GB",
+                  "the script: --per_device_train_batch_size 1 --gradient_accumulation_steps 2 "
+                  "--packing true --max_length 16384 --deepspeed zero3 --use_liger_kernel "
+                  "true --attn_impl flash_attn"),
+        cannot=SWIFT_PACKING),
+    *(Run(f"swift-qwen25-14b-full-{stage}-8xa800-s8192", SWIFT_BENCH,
+          "| Training Speed   | 9.04s/it    | 10.32s/it       | 10.56s/it       |",
+          Config("Qwen/Qwen2.5-14B", "a100-80gb", 8, "full", "bf16-mixed", "adamw", stage, 1,
+                 8192, 2, "full", "deepspeed"),
+          seconds, Per.step, f"ms-swift (DeepSpeed {stage.upper()})",
+          defaults=(*SWIFT_DEFAULTS, SWIFT_BENCH_SCRIPT),
+          cannot=f"{SWIFT_PACKING}; the card: 'a single-node, eight-GPU A800 environment' "
+                 "(A100 80GB compute with a narrower NVLink), not a memtui preset")
+      for stage, seconds in (("zero2", 10.32), ("zero3", 10.56))),
     # accelerate's FSDP and DeepSpeed compared on four A100s (IBM Granite 7B)
     Run("hfblog-granite7b-fsdp-4xa100", HF_BLOG,
         "| FSDP (aligned mode) | 3158.7                    | 10.4              | 0.41"
