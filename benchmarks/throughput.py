@@ -162,6 +162,30 @@ SWIFT_PACKING = (
     "attention over the whole max_length), and a bin-packed row's fill below max_length is "
     "not stated"
 )
+FMS = "foundation-model-stack/fms-fsdp README.md @f1460f2 (128 x A100)"
+FMS_DEFAULTS = (
+    "fms_fsdp/config/training.py @f1460f2: seq_length 4096, mixed_precision True "
+    "(train_utils.get_policies: bfSixteen, bf16 parameters and reductions over fp32 shards), "
+    "use_torch_compile False, selective_checkpointing 1 ('checkpoint every block' when "
+    "fsdp_activation_checkpointing is on, docs/configurations.md); main_training.py: "
+    "optim.AdamW (torch's default kernel), one LLaMABlock per FSDP unit, no accumulation",
+    "HSDP: sharded inside each node of 8, replicated across the 16 nodes (docs/"
+    "configurations.md); the link between nodes is not stated: memtui's default",
+    "the A100's memory is not stated: 80GB (the 70B row's 6 x 4096 tokens keep 6 x 4096 x "
+    "8192 x 2 B x 80 layers = 32 GB of checkpointed block inputs alone)",
+    "token/gpu/sec: train_utils.train's tokens of all ranks over world_size and the time",
+)
+FMS_ROWS = (
+    ("7b", "meta-llama/Llama-2-7b-hf", "hsdp", 2, "none", 3760,
+     "| 7b         | 128 * A100  | HSDP              | False                    | 2          "
+     "| 3760 token/gpu/sec                   |"),
+    ("13b", "meta-llama/Llama-2-13b-hf", "hsdp", 1, "none", 1700,
+     "| 13b        | 128 * A100  | HSDP              | False                    | 1          "
+     "| 1700 token/gpu/sec                   |"),
+    ("70b", "meta-llama/Llama-2-70b-hf", "fsdp", 6, "full", 380,
+     "| 70b        | 128 * A100  | FSDP              | True                     | 6          "
+     "| 380 token/gpu/sec                    |"),
+)  # fmt: skip
 HF_BLOG = "huggingface/blog deepspeed-to-fsdp-and-back.md @09e9aa2d9 (Table 3)"
 VLM = "VectorInstitute/vectorlm docs/reference_throughput.md @0703e0752 (torch 2.2.2)"
 
@@ -782,6 +806,12 @@ RUNS: tuple[Run, ...] = (
           cannot=f"{SWIFT_PACKING}; the card: 'a single-node, eight-GPU A800 environment' "
                  "(A100 80GB compute with a narrower NVLink), not a memtui preset")
       for stage, seconds in (("zero2", 10.32), ("zero3", 10.56))),
+    # fms-fsdp (IBM): FSDP1 pretraining of Llama 2 shapes on 128 A100s, eager
+    *(Run(f"fms-fsdp-llama2-{size}-{strategy}-128xa100", FMS, row,
+          Config(model, "a100-80gb", 8, "full", "bf16-mixed", "adamw", strategy, mb, 4096, 1,
+                 ckpt, "fsdp1", "--loss full --optimizer-kernel foreach", nodes=16),
+          figure, Per.gpu, "fms-fsdp (FSDP1)", pretraining=True, defaults=FMS_DEFAULTS)
+      for size, model, strategy, mb, ckpt, figure, row in FMS_ROWS),
     # accelerate's FSDP and DeepSpeed compared on four A100s (IBM Granite 7B)
     Run("hfblog-granite7b-fsdp-4xa100", HF_BLOG,
         "| FSDP (aligned mode) | 3158.7                    | 10.4              | 0.41"
