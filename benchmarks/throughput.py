@@ -459,7 +459,11 @@ def _kempner(
         compiled=True,
         pretraining=True,
         defaults=KEMPNER_DEFAULTS if source == KEMPNER else (*KEMPNER_DEFAULTS[1:], KEMPNER_B70),
-        notes=(KEMPNER_JOB, *((KEMPNER_TP,) if tp > 1 else ())),
+        notes=(
+            KEMPNER_JOB, *((KEMPNER_TP,) if tp > 1 else ()),
+            *(("the report: 'the 8-GPU 70B point is memory-bound at 128.5 GB of 141'",)
+              if source == KEMPNER_WEAK and gpus == 8 else ()),
+        ),
     )  # fmt: skip
 
 
