@@ -42,10 +42,13 @@ BEGIN, END = "<!-- throughput:begin -->", "<!-- throughput:end -->"
 
 
 class Per(Enum):
-    """Whose tokens the published tokens/s counts."""
+    """Whose tokens the published figure counts."""
 
     gpu = "per GPU"
     job = "all GPUs"
+    step = "seconds per optimizer step"
+    """The figure is the optimizer step's seconds (a trainer's s/it), each GPU training its
+    own micro_batch x seq_len x grad_accum tokens in it (data parallel only)."""
 
 
 class Over(Enum):
@@ -105,7 +108,7 @@ class Run:
     quote: str
     config: Config
     figure: float
-    """Tokens per second, as published."""
+    """Tokens per second, or seconds per optimizer step (`Per.step`), as published."""
     per: Per
     runner: str
     """The software that ran it, as the source names it."""
@@ -121,6 +124,9 @@ class Run:
 
     @property
     def tokens_per_second_per_gpu(self) -> float:
+        if self.per is Per.step:
+            c = self.config
+            return c.micro_batch * c.seq_len * c.grad_accum / self.figure
         return self.figure if self.per is Per.gpu else self.figure / self.config.total_gpus
 
 
@@ -130,6 +136,56 @@ TT_2409 = "pytorch/torchtune README.md @30b8519e8 (Sep 2024 table)"
 TT_2411 = "pytorch/torchtune README.md @1814feb17 (Nov 2024 table)"
 TITAN_A100 = "pytorch/torchtitan docs/performance.md @041336434 (64 x A100 80GB)"
 TITAN_H100 = "pytorch/torchtitan docs/performance.md @eaea6f6a2 (torchtitan 9dec370, Dec 2024)"
+TITAN_H200 = "pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @1af29373a"
+TITAN_H200_CONFIG = (
+    "the doc's command: train_configs/llama3_8b.toml (seq_len 8192, selective op "
+    "checkpointing), --training.local_batch_size=2 --training.compile "
+    "--model.converters=float8 --float8.enable_fsdp_float8_all_gather"
+)
+AUTOMODEL = "NVIDIA-NeMo/Automodel docs/performance-summary.md @01926a5c4"
+SWIFT_ZERO3 = "modelscope/ms-swift examples/train/long_text/zero3.sh @e2a5019da"
+SWIFT_BENCH = "modelscope/ms-swift docs/source_en/Megatron-SWIFT/Quick-start.md @8d86f2444"
+SWIFT_BENCH_SCRIPT = (
+    "the table's script, examples/megatron/benchmark/deepspeed.sh @d0c71e48c: "
+    "--per_device_train_batch_size 1 --gradient_accumulation_steps 2 --packing true "
+    "--max_length 8192 --attn_impl flash_attn (its --deepspeed set to the column's stage)"
+)
+SWIFT_DEFAULTS = (
+    "swift/trainers/arguments.py @e2a5019da: gradient_checkpointing True; transformers "
+    "TrainingArguments' optim adamw_torch; --torch_dtype bfloat16 (bf16 mixed precision, "
+    "DeepSpeed's fp32 partitions)",
+    "s/it: the trainer's seconds per optimizer step",
+)
+SWIFT_PACKING = (
+    "--packing true: swift/llm/template/base.py @e2a5019da restarts position_ids at each "
+    "packed sample, so flash-attention attends within each sample (a memtui plan times causal "
+    "attention over the whole max_length), and a bin-packed row's fill below max_length is "
+    "not stated"
+)
+FMS = "foundation-model-stack/fms-fsdp README.md @f1460f2 (128 x A100)"
+FMS_DEFAULTS = (
+    "fms_fsdp/config/training.py @f1460f2: seq_length 4096, mixed_precision True "
+    "(train_utils.get_policies: bfSixteen, bf16 parameters and reductions over fp32 shards), "
+    "use_torch_compile False, selective_checkpointing 1 ('checkpoint every block' when "
+    "fsdp_activation_checkpointing is on, docs/configurations.md); main_training.py: "
+    "optim.AdamW (torch's default kernel), one LLaMABlock per FSDP unit, no accumulation",
+    "HSDP: sharded inside each node of 8, replicated across the 16 nodes (docs/"
+    "configurations.md); the link between nodes is not stated: memtui's default",
+    "the A100's memory is not stated: 80GB (the 70B row's 6 x 4096 tokens keep 6 x 4096 x "
+    "8192 x 2 B x 80 layers = 32 GB of checkpointed block inputs alone)",
+    "token/gpu/sec: train_utils.train's tokens of all ranks over world_size and the time",
+)
+FMS_ROWS = (
+    ("7b", "meta-llama/Llama-2-7b-hf", "hsdp", 2, "none", 3760,
+     "| 7b         | 128 * A100  | HSDP              | False                    | 2          "
+     "| 3760 token/gpu/sec                   |"),
+    ("13b", "meta-llama/Llama-2-13b-hf", "hsdp", 1, "none", 1700,
+     "| 13b        | 128 * A100  | HSDP              | False                    | 1          "
+     "| 1700 token/gpu/sec                   |"),
+    ("70b", "meta-llama/Llama-2-70b-hf", "fsdp", 6, "full", 380,
+     "| 70b        | 128 * A100  | FSDP              | True                     | 6          "
+     "| 380 token/gpu/sec                    |"),
+)  # fmt: skip
 HF_BLOG = "huggingface/blog deepspeed-to-fsdp-and-back.md @09e9aa2d9 (Table 3)"
 VLM = "VectorInstitute/vectorlm docs/reference_throughput.md @0703e0752 (torch 2.2.2)"
 
@@ -230,6 +286,187 @@ VLM_ROWS = {
 }
 
 
+XTUNER_L3 = "InternLM/xtuner xtuner/configs/llama/llama3_8b/README.md @1cc5ef98c (Speed)"
+XTUNER_BENCH = "InternLM/xtuner docs/zh_cn/acceleration/benchmark.rst @4d2758ec5"
+XTUNER_DEFAULTS = (
+    "the card: A100-SXM4-80GB, the hardware of XTuner's speed benchmarks "
+    "(docs/zh_cn/acceleration/benchmark.rst @4d2758ec5); the README: 'Full parameter "
+    "fine-tune Llama3 8B in 8k context only requires 2 * A100-80G'",
+    "xtuner/model/sft.py @0c3a08fc0 SupervisedFinetune: use_activation_checkpointing=True "
+    "(gradient_checkpointing_enable on every decoder layer)",
+    "xtuner/configs/deepspeed/deepspeed_zero3.json @05525371: stage 3, overlap_comm true, "
+    "reduce_bucket_size and allgather_bucket_size 3e8, fp16 with dynamic loss scaling: "
+    "timed as 16-bit mixed precision (the A100's dense fp16 and bf16 peaks are the same "
+    "312 TFLOPS)",
+)
+XTUNER_L3_CONFIG = (
+    "the README's own config, xtuner/configs/llama/llama3_8b_instruct/"
+    "llama3_8b_instruct_full_alpaca_e3.py @bbcd94bb0: batch_size 1, accumulative_counts 16 "
+    "(times the sequence-parallel size), torch.optim.AdamW, pack_to_max_length True, "
+    "use_varlen_attn False (each packed sequence attends causally over its whole length); "
+    "max_length the row's sequence length"
+)
+XTUNER_PER_GPU = (
+    "'Tokens per Second' per GPU: the row's TFLOPs column is XTuner's per-GPU figure "
+    "(xtuner/engine/hooks/throughput_hook.py @0cf62e606: FLOPs per iteration over the "
+    "iteration time, recompute counted); the figure is taken over whole accumulations"
+)
+XTUNER_SP = (
+    "sequence parallelism (XTuner's DeepSpeed-Ulysses-style all-to-all around attention, "
+    "docs/zh_cn/acceleration/train_extreme_long_sequence.rst): a memtui plan has no "
+    "sequence-parallel degree"
+)
+XTUNER_VARLEN = (
+    "use_varlen_attn True: each packed Alpaca sample attends only to itself (flash-attn's "
+    "varlen kernel), where a memtui plan times causal attention over the whole packed "
+    "sequence"
+)
+XTUNER_STAGE = (
+    "the ZeRO stage is not stated (the doc's configs leave it to the launch command's "
+    "--deepspeed; ZeRO-2 and ZeRO-3 both fit a 7B model on 80 GB)"
+)
+
+
+def _xtuner_llama3(gpus: int, seq_len: int, sp: int, row: str) -> Run:
+    """One row of XTuner's Llama 3 8B ZeRO-3 speed table (full fine-tune, 8 GPUs a node)."""
+    figure = float(row.split("|")[6])
+    per_node = min(gpus, 8)
+    return Run(
+        f"xtuner-llama3-8b-full-zero3-{gpus}xa100-s{seq_len}" + (f"-sp{sp}" if sp > 1 else ""),
+        XTUNER_L3,
+        row,
+        Config(
+            "meta-llama/Meta-Llama-3-8B-Instruct", "a100-80gb", per_node, "full", "bf16-mixed",
+            "adamw", "zero3", 1, seq_len, 16 * sp, "full", "deepspeed",
+            "--ds-overlap-comm --ds-reduce-bucket 3e8", nodes=gpus // per_node,
+        ),
+        figure,
+        Per.gpu,
+        "XTuner (DeepSpeed ZeRO-3)",
+        defaults=(
+            *XTUNER_DEFAULTS, XTUNER_L3_CONFIG,
+            *(("16 GPUs: two nodes of 8; the link between them is not stated: memtui's "
+               "default inter-node link",) if gpus > 8 else ()),
+        ),
+        notes=(XTUNER_PER_GPU,),
+        cannot=XTUNER_SP if sp > 1 else "",
+    )  # fmt: skip
+
+
+def _xtuner_bench(model: str, gpus: int, seq_len: int, sp: int, figure: float, row: str) -> Run:
+    """One row of XTuner's speed benchmark (varlen attention, full fine-tune, ZeRO)."""
+    size = "70b" if "70b" in model else "7b"
+    config = (
+        f"xtuner/configs/llama_speed_benchmark/llama2_{size}/llama2_{size}_full_alpaca_enzh_"
+        f"{seq_len // 1024 if seq_len < 2**20 else 1}{'k' if seq_len < 2**20 else 'M'}"
+        f"_sp{sp}.py @10bf08396: batch_size 1, accumulative_counts = sequence_parallel_size, "
+        "torch.optim.AdamW, packed to max_length, use_varlen_attn True"
+    )
+    why = [XTUNER_VARLEN]
+    if sp > 1:
+        why.append(XTUNER_SP)
+    if size == "7b":
+        why.append(XTUNER_STAGE)
+    return Run(
+        f"xtuner-bench-llama2-{size}-full-{gpus}xa100-s{seq_len}-sp{sp}",
+        XTUNER_BENCH,
+        row,
+        Config(
+            model, "a100-80gb", 8, "full", "bf16-mixed", "adamw", "zero3", 1, seq_len, sp,
+            "full", "deepspeed", nodes=gpus // 8,
+        ),
+        figure,
+        Per.gpu,
+        "XTuner (DeepSpeed)",
+        defaults=(
+            *XTUNER_DEFAULTS, config,
+            *(("ZeRO-3: a 70B model's bf16 weights alone (140 GB) exceed one 80 GB card, "
+               "so the stage that shards them",) if size == "70b" else ()),
+        ),
+        notes=("'TGS 全称是 Tokens per GPU per Second'",),
+        cannot="; ".join(why),
+    )  # fmt: skip
+
+
+KEMPNER = (
+    "KempnerInstitute/KempnerForge benchmarks/mfu_scaling/mfu_scaling_2026-04-05.md @9f3f03a07"
+)
+KEMPNER_DEFAULTS = (
+    "KempnerInstitute/KempnerForge benchmarks/mfu_scaling/mfu_bench.sh @9f3f03a07: "
+    "--train.activation_checkpointing=full, --optimizer.fused=true, seq_len 4096, each "
+    "experiment's batch_size, grad_accum_steps, tp and dp_shard; compile_model=true",
+    "kempnerforge/distributed/parallel.py @01b461a: FSDP2 fully_shard per TransformerBlock, "
+    "default_mp_policy MixedPrecisionPolicy(param_dtype bfloat16, reduce_dtype float32)",
+    "the 7B and 70B models: Llama 3 8B's and 70B's shapes (the report's Models table and the "
+    "script's --model flags: dim, layers, heads, 8 kv heads, vocab 128256, ffn 1.3x / 28672)",
+    "4 H200s per node on NVLink; 'InfiniBand inter-node' at a speed not stated: memtui's "
+    "default inter-node link",
+    "one data-parallel rank (1 GPU, or tensor parallelism alone) is not sharded "
+    "(scripts/train.py @01b461a applies fully_shard only over a mesh): a memtui plan of "
+    "one data-parallel rank has no FSDP collectives either",
+    "kempnerforge/distributed/tensor_parallel.py @01b461a: DTensor ColwiseParallel q, k, v, "
+    "gate, up; RowwiseParallel o, down; SequenceParallel norms (Megatron's volume, as "
+    "all-gathers and reduce-scatters)",
+)
+KEMPNER_WEAK = "KempnerInstitute/KempnerForge benchmarks/weak_scaling_160gpu/README.md @e9f918929"
+KEMPNER_B70 = (
+    "benchmarks/weak_scaling_160gpu/weak_scaling_160gpu_bench.sh @e9f918929: B70 "
+    "--train.batch_size=2 --train.grad_accum_steps=4 --train.compile_model=true, "
+    "--distributed.tp=4 and dp_shard; the README: 'activation checkpointing (full), fused "
+    "AdamW'"
+)
+# torch distributed/tensor/parallel/style.py ColwiseParallel._prepare_input_fn redistributes
+# each module's own input; torchtitan gathers once per attention and MLP (PrepareModuleInput)
+KEMPNER_TP = (
+    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan puts "
+    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up without a "
+    "PrepareModuleInput, so each redistributes (all-gathers) its own copy of the sequence-"
+    "sharded input: 7 collectives per layer and pass where memtui counts Megatron's 4 "
+    "(1.75x its tensor-parallel volume, about 3-10 points of these runs' error)"
+)
+KEMPNER_JOB = (
+    "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
+    "10,471 = 32,768 = 2 x 4 x 4096)"
+)
+
+
+def _kempner(
+    name: str,
+    model: str,
+    gpus: int,
+    tp: int,
+    micro_batch: int,
+    grad_accum: int,
+    row: str,
+    source: str = KEMPNER,
+) -> Run:
+    """One row of KempnerForge's H200 tables (pretraining-style, FSDP2 and TP)."""
+    nodes = max(1, gpus // 4)
+    size = "70b" if model == L3_70B else "8b"
+    layout = f"tp{tp}-" if tp > 1 else ""
+    return Run(
+        f"kempner-{name}-llama3-{size}-{layout}{gpus}xh200",
+        source,
+        row,
+        Config(
+            model, "h200", gpus // nodes, "full", "bf16-mixed", "adamw",
+            "fsdp", micro_batch, 4096, grad_accum, "full", "fsdp2",
+            f"--loss full --optimizer-kernel fused --tp {tp}", nodes=nodes,
+        ),
+        float(row.split("|")[6 if source == KEMPNER else 4].split("±")[0].replace(",", "")),
+        Per.job,
+        "KempnerForge (FSDP2)",
+        compiled=True,
+        pretraining=True,
+        defaults=KEMPNER_DEFAULTS if source == KEMPNER else (*KEMPNER_DEFAULTS[1:], KEMPNER_B70),
+        notes=(
+            KEMPNER_JOB, *((KEMPNER_TP,) if tp > 1 else ()),
+            *(("the report: 'the 8-GPU 70B point is memory-bound at 128.5 GB of 141'",)
+              if source == KEMPNER_WEAK and gpus == 8 else ()),
+        ),
+    )  # fmt: skip
+
+
 def _vectorlm(method: str, gpus: int, column: int) -> Run:
     """One cell of VectorLM's Meta-Llama-3-8B table: (seq_len, micro-batch) per column."""
     seq_len, micro_batch = ((2048, 8), (4096, 4), (8192, 2))[column]
@@ -251,6 +488,77 @@ def _vectorlm(method: str, gpus: int, column: int) -> Run:
         defaults=VLM_DEFAULTS,
         notes=(f"column 'Meta-Llama-3-8B ({seq_len})': {cell}", VLM_NOTE),
     )  # fmt: skip
+
+
+XTUNER_L3_ROWS = {
+    (2, 8192): "| Llama3 8B |       8k        |     2      | ZeRO-3 |         2         |      "
+    "1037.0       |  76.8  |",
+    (4, 8192): "| Llama3 8B |       8k        |     4      | ZeRO-3 |         1         |      "
+    "2331.3       | 172.6  |",
+    (8, 8192): "| Llama3 8B |       8k        |     8      | ZeRO-3 |         1         |      "
+    "2771.2       | 205.1  |",
+    (16, 8192): "| Llama3 8B |       8k        |     16     | ZeRO-3 |         1         |      "
+    "2127.2       | 157.5  |",
+    (8, 16384): "| Llama3 8B |       16k       |     8      | ZeRO-3 |         2         |      "
+    "2320.7       | 191.7  |",
+    (8, 32768): "| Llama3 8B |       32k       |     8      | ZeRO-3 |         4         |      "
+    "1870.2       | 186.6  |",
+    (8, 65536): "| Llama3 8B |       64k       |     8      | ZeRO-3 |         8         |      "
+    "1356.4       | 182.0  |",
+    (8, 131072): "| Llama3 8B |      128k       |     8      | ZeRO-3 |         8         |      "
+    " 875.7       | 177.7  |",
+}
+L3_8B, L3_70B = "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B"
+# experiment, model, GPUs, TP degree, micro-batch, accumulation (mfu_bench.sh's flags; the
+# 13B rows' model, a 14.84B Llama 3 shape, is no published checkpoint memtui can read)
+KEMPNER_RUNS = (
+    (1, L3_8B, 1, 1, 2, 4), (2, L3_8B, 2, 1, 2, 4), (3, L3_8B, 2, 2, 4, 2),
+    (4, L3_8B, 4, 1, 4, 2), (5, L3_8B, 4, 4, 4, 2), (6, L3_8B, 4, 2, 4, 2),
+    (7, L3_8B, 8, 4, 4, 2), (10, L3_8B, 16, 4, 4, 2), (12, L3_8B, 32, 4, 4, 2),
+    (14, L3_70B, 32, 4, 2, 4),
+)  # fmt: skip
+KEMPNER_ROWS = {
+    1: "| 1 | 1 | 1 | 7B | — | 10,471 | **57.8** | 80.7 GB | 3.13s |",
+    2: "| 2 | 2 | 1 | 7B | FSDP=2 | 18,728 | 51.7 | 62.4 GB | 3.50s |",
+    3: "| 3 | 2 | 1 | 7B | TP=2 | 13,163 | 36.4 | 57.8 GB | 2.49s |",
+    4: "| 4 | 4 | 1 | 7B | FSDP=4 | 38,983 | **53.8** | 61.1 GB | 3.36s |",
+    5: "| 5 | 4 | 1 | 7B | TP=4 | 25,135 | 34.7 | 39.4 GB | 1.30s |",
+    6: "| 6 | 4 | 1 | 7B | TP=2+FSDP=2 | 25,980 | 35.9 | 45.9 GB | 2.52s |",
+    7: "| 7 | 8 | 2 | 7B | TP=4+FSDP=2 | 44,299 | 30.6 | 32.7 GB | 1.48s |",
+    10: "| 10 | 16 | 4 | 7B | TP=4+FSDP=4 | 82,988 | 28.6 | 29.4 GB | 1.58s |",
+    12: "| 12 | 32 | 8 | 7B | TP=4+FSDP=8 | 155,917 | 26.9 | 27.6 GB | 1.68s |",
+    14: "| 14 | 32 | 8 | 70B | TP=4+FSDP=8 | 17,657 | 25.4 | 93.2 GB | 14.85s |",
+}
+# the 70B rows of the weak-scaling report (TP 4 in a node, FSDP across nodes, batch 2 and
+# accumulation 4 a GPU: weak_scaling_160gpu_bench.sh @e9f918929, compile_model=true)
+KEMPNER_WEAK_ROWS = (
+    (8, "| 70b | 8 | tp4_fsdp2 | 3,623 | 20.6 | 128.5 | 18.09 | 1 |"),
+    (32, "| 70b | 32 | tp4_fsdp8 | 18,688 | 26.5 | 93.2 | 14.03 | 1 |"),
+    (64, "| 70b | 64 | tp4_fsdp16 | 35,824 | 25.4 | 86.8 | 14.63 | 1 |"),
+    (96, "| 70b | 96 | tp4_fsdp24 | 52,190 | 24.7 | 84.6 | 15.07 | 1 |"),
+    (128, "| 70b | 128 | tp4_fsdp32 | 69,985 | 24.8 | 83.6 | 14.98 | 1 |"),
+    (160, "| 70b | 160 | tp4_fsdp40 | 85,571±43 | 24.3±0.0 | 82.9 | 15.32 | 2 |"),
+)
+# benchmark.rst's list-table rows: model, GPUs, sequence length, sequence parallel, TGS
+XTUNER_BENCH_ROWS = (
+    ("meta-llama/Llama-2-7b-hf", 8, 8192, 1, 3028.3),
+    ("meta-llama/Llama-2-7b-hf", 8, 32768, 1, 2234.2),
+    ("meta-llama/Llama-2-7b-hf", 8, 131072, 8, 948.6),
+    ("meta-llama/Llama-2-7b-hf", 8, 262144, 8, 540.1),
+    ("meta-llama/Llama-2-7b-hf", 32, 1048576, 16, 133.6),
+    ("meta-llama/Llama-2-70b-hf", 32, 8192, 1, 216.8),
+    ("meta-llama/Llama-2-70b-hf", 32, 32768, 4, 300.9),
+    ("meta-llama/Llama-2-70b-hf", 32, 131072, 8, 144.7),
+    ("meta-llama/Llama-2-70b-hf", 32, 262144, 16, 63.8),
+    ("meta-llama/Llama-2-70b-hf", 64, 1048576, 64, 21.8),
+)
+
+
+def _rst_row(model: str, gpus: int, seq_len: int, figure: float) -> str:
+    """benchmark.rst's list-table row, its cells joined (model, GPUs, length, TGS)."""
+    name = "Llama2-70B" if "70b" in model else "Llama2-7B"
+    length = f"{seq_len // 1024}k" if seq_len < 2**20 else "1M"
+    return f"* - {name} - {gpus} - {length} - {figure}"
 
 
 RUNS: tuple[Run, ...] = (
@@ -458,6 +766,56 @@ RUNS: tuple[Run, ...] = (
         notes=("Table 3: 128 GPUs, local batch size 2; 'backend RDMA network with 400 Gb/s "
                "per GPU'",),
         cannot=f"{H100_96}; {TITAN_OP_SAC}"),
+    # torchtitan on H200 (Trainy, June 2025): Float8 linears and Float8 FSDP all-gathers
+    *(Run(f"titan-h200-llama31-8b-fp8-{8 * n}xh200", TITAN_H200,
+          f"| {n} | {tps} | {mem} |",
+          Config("meta-llama/Llama-3.1-8B", "h200", 8, "full", "bf16-mixed", "adamw", "fsdp",
+                 2, 8192, 1, "selective", "fsdp2", "--loss full --inter-node ib-ndr", nodes=n),
+          tps, Per.gpu, "torchtitan (FSDP2)", compiled=True, pretraining=True,
+          defaults=(TITAN_H200_CONFIG,),
+          notes=("'TPS and Memory(GiB) are arbitrarily sampled at the 100th iteration'; "
+                 "'400Gb/s (Mellanox CX-7) per GPU'",),
+          cannot=f"--model.converters=float8 (Float8 matmuls and all-gathers): a memtui plan "
+                 f"has no fp8 precision; {TITAN_OP_SAC}")
+      for n, tps, mem in ((4, 10938, "47.96"), (8, 10753, "46.97"))),
+    # NeMo AutoModel's LoRA row on DGX-H100: pipeline parallelism
+    Run("automodel-llama3-70b-lora-tp2-pp4-8xh100", AUTOMODEL,
+        "| Llama3 70B | 8 | 32 | 1 | 4 | 4 | 4096 | 2 | 4 | 1 | - | 10 | 1 | - | 26.92 | 176 | "
+        "608.42 |",
+        Config("meta-llama/Meta-Llama-3-70B", "h100-sxm", 8, "lora", "bf16", "adamw", "ddp",
+               1, 4096, 4, "none", "generic", "--tp 2"),
+        608.42, Per.gpu, "NeMo AutoModel",
+        notes=("'System: DGX-H100, Precision: BF16'; 'Step times include forward and backward "
+               "passes + optimizer step for the global batch'",),
+        cannot="pipeline parallelism (PP 4, 10 virtual stages) beside TP 2: a memtui plan has "
+               "no pipeline-parallel degree; the LoRA shape and checkpointing are in a config "
+               "the summary links but does not quote"),
+    # ms-swift: DeepSpeed full fine-tunes of Qwen2.5, packed; the trainer's s/it
+    Run("swift-qwen25-7b-full-zero3-4xa100-s16384", SWIFT_ZERO3,
+        "# GPU Memory: 4 * 56GB, Training Speed 10s/it",
+        Config("Qwen/Qwen2.5-7B", "a100-80gb", 4, "full", "bf16-mixed", "adamw", "zero3", 1,
+               16384, 2, "full", "deepspeed", "--loss fused"),
+        10, Per.step, "ms-swift (DeepSpeed ZeRO-3)",
+        defaults=(*SWIFT_DEFAULTS, "the card: 'Env: 4 * A100' at 56 GB a GPU, so 80GB",
+                  "the script: --per_device_train_batch_size 1 --gradient_accumulation_steps 2 "
+                  "--packing true --max_length 16384 --deepspeed zero3 --use_liger_kernel "
+                  "true --attn_impl flash_attn"),
+        cannot=SWIFT_PACKING),
+    *(Run(f"swift-qwen25-14b-full-{stage}-8xa800-s8192", SWIFT_BENCH,
+          "| Training Speed   | 9.04s/it    | 10.32s/it       | 10.56s/it       |",
+          Config("Qwen/Qwen2.5-14B", "a100-80gb", 8, "full", "bf16-mixed", "adamw", stage, 1,
+                 8192, 2, "full", "deepspeed"),
+          seconds, Per.step, f"ms-swift (DeepSpeed {stage.upper()})",
+          defaults=(*SWIFT_DEFAULTS, SWIFT_BENCH_SCRIPT),
+          cannot=f"{SWIFT_PACKING}; the card: 'a single-node, eight-GPU A800 environment' "
+                 "(A100 80GB compute with a narrower NVLink), not a memtui preset")
+      for stage, seconds in (("zero2", 10.32), ("zero3", 10.56))),
+    # fms-fsdp (IBM): FSDP1 pretraining of Llama 2 shapes on 128 A100s, eager
+    *(Run(f"fms-fsdp-llama2-{size}-{strategy}-128xa100", FMS, row,
+          Config(model, "a100-80gb", 8, "full", "bf16-mixed", "adamw", strategy, mb, 4096, 1,
+                 ckpt, "fsdp1", "--loss full --optimizer-kernel foreach", nodes=16),
+          figure, Per.gpu, "fms-fsdp (FSDP1)", pretraining=True, defaults=FMS_DEFAULTS)
+      for size, model, strategy, mb, ckpt, figure, row in FMS_ROWS),
     # accelerate's FSDP and DeepSpeed compared on four A100s (IBM Granite 7B)
     Run("hfblog-granite7b-fsdp-4xa100", HF_BLOG,
         "| FSDP (aligned mode) | 3158.7                    | 10.4              | 0.41"
@@ -479,6 +837,16 @@ RUNS: tuple[Run, ...] = (
                "partitions (the blog's Table 1)",)),
     # VectorLM: FSDP1 fine-tuning of Llama 3 8B on 1, 2 and 4 A100 80GB
     *(_vectorlm(m, g, c) for m in ("full", "lora") for g in (1, 2, 4) for c in (0, 1, 2)),
+    # XTuner: Llama 3 8B full fine-tune under DeepSpeed ZeRO-3 on A100 80GB, 8k packed
+    *(_xtuner_llama3(g, s, sp, XTUNER_L3_ROWS[(g, s)]) for g, s, sp in (
+        (4, 8192, 1), (8, 8192, 1), (16, 8192, 1), (2, 8192, 2), (8, 16384, 2),
+        (8, 32768, 4), (8, 65536, 8), (8, 131072, 8))),
+    # KempnerForge: Llama 3 shapes on H200 (4 a node), FSDP2 and tensor parallelism
+    *(_kempner(f"{n:02d}", m, g, tp, b, ga, KEMPNER_ROWS[n])
+      for n, m, g, tp, b, ga in KEMPNER_RUNS),
+    *(_kempner("weak", L3_70B, g, 4, 2, 4, row, KEMPNER_WEAK) for g, row in KEMPNER_WEAK_ROWS),
+    # XTuner's speed benchmark against LLaMA-Factory: Llama 2 7B and 70B, varlen attention
+    *(_xtuner_bench(m, g, s, sp, f, _rst_row(m, g, s, f)) for m, g, s, sp, f in XTUNER_BENCH_ROWS),
 )  # fmt: skip
 
 
@@ -576,6 +944,7 @@ def _summary(outcomes: list[Outcome]) -> list[str]:
         ("method", lambda o: o.plan.method.value),
         ("runner", lambda o: o.run.runner),
         ("torch.compile", lambda o: "compiled" if o.run.compiled else "eager"),
+        ("tensor parallel", lambda o: "TP" if o.plan.tp > 1 else "none"),
     ]
     rows = [
         "| runs | n | median abs error | max abs error | median error |",

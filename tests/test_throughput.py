@@ -71,6 +71,11 @@ def test_per_gpu_throughput_divides_a_job_figure_by_its_gpus(run: Any) -> None:
     per_gpu = run.tokens_per_second_per_gpu
     if run.per is throughput.Per.gpu:
         assert per_gpu == run.figure
+    elif run.per is throughput.Per.step:
+        # a step time: each data-parallel GPU's own tokens of one optimizer step over it
+        c = run.config
+        assert "--tp" not in c.extra
+        assert per_gpu * run.figure == pytest.approx(c.micro_batch * c.seq_len * c.grad_accum)
     else:
         assert per_gpu * run.config.total_gpus == pytest.approx(run.figure)
 
