@@ -34,6 +34,7 @@ from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
+    from memtui.plans.launch_edit import LaunchOrigin
     from memtui.plans.roundtrip import Origin
 
 
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from memtui.commands.plan import fastest_plan
 
         plan = fastest_plan(args, plan)
-    origin = None if args.fresh else origin_of(args)
+    origin: Origin | LaunchOrigin | None = None if args.fresh else origin_of(args)
+    if origin is None and args.format is None and not args.fresh:
+        origin = launch_origin_of(args)
     if origin is None and args.format is None:
         raise UsageError(
             "give --format "
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         fmt, text = args.format, FORMATS[args.format].export(plan)
     else:
         written_to = origin.file.shown if args.in_place else args.output
-        fmt, text = origin.file.fmt.name, edited(origin, plan, written_to)
+        fmt, text = origin.file.kind, edited(origin, plan, written_to)
     from memtui.plans.files import write_new
 
     if args.in_place:
@@ -112,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def unwritten(origin: Origin, plan: Plan, text: str) -> list[str]:
+def unwritten(origin: Origin | LaunchOrigin, plan: Plan, text: str) -> list[str]:
     """The plan's fields (`field value`) the edit does not carry: the files, with `text` as
     the edited one, import to another value than `plan` has where `plan` differs from
     what the files said."""
@@ -158,6 +161,17 @@ def origin_of(args: argparse.Namespace) -> Origin | None:
     return Origin(file, plan_from_args(_files_only(args)), _files_only(args))
 
 
+def launch_origin_of(args: argparse.Namespace) -> LaunchOrigin | None:
+    """The --from launch script the export edits (the first), with the plan the files alone
+    import to."""
+    from memtui.plans.launch_edit import LaunchOrigin, launch_file
+
+    file = launch_file(list(args.from_files or ()), Path.cwd())
+    if file is None:
+        return None
+    return LaunchOrigin(file, plan_from_args(_files_only(args)), _files_only(args))
+
+
 def _files_only(args: argparse.Namespace) -> argparse.Namespace:
     """Every flag unset but --from and --plan: the plan the files say, as plan_and_import
     builds it."""
@@ -166,19 +180,22 @@ def _files_only(args: argparse.Namespace) -> argparse.Namespace:
     )
 
 
-def edited(origin: Origin, plan: Plan, output: str | None) -> str:
+def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str:
     """`origin`'s file edited to say `plan`; the change printed on stderr as a diff, and what
     the plan changed that the edited file still does not say."""
-    from memtui.plans.roundtrip import edit
+    from memtui.plans import launch_edit, roundtrip
 
-    change = edit(origin, plan)
+    if isinstance(origin, roundtrip.Origin):
+        change = roundtrip.edit(origin, plan)
+    else:
+        change = launch_edit.edit(origin, plan)
     name = shown(origin.file.shown, LINE)
     for note in change.notes:
         print(f"{name}: {shown(note, LINE)}", file=sys.stderr)
     missing = unwritten(origin, plan, change.text) if origin.files_only is not None else []
     if missing:
         print(
-            f"{name}: not written, no key of this {origin.file.fmt.title} config says it: "
+            f"{name}: not written, no key of this {origin.file.title} says it: "
             f"{shown(', '.join(missing), LINE)} (set it where the job sets it, e.g. its "
             "training script or another --from config)",
             file=sys.stderr,

@@ -79,6 +79,16 @@ class ConfigFile:
     def is_json(self) -> bool:
         return is_json(self.path, self.text)
 
+    @property
+    def kind(self) -> str:
+        """The format's name, as `memtui export` reports what it wrote."""
+        return self.fmt.name
+
+    @property
+    def title(self) -> str:
+        """How messages name this file's kind ("DeepSpeed JSON config")."""
+        return f"{self.fmt.title} config"
+
     def data(self, text: str | None = None) -> dict[str, Any]:
         """The file's (or an edit's) plain data, parsed as the import parses it."""
         return _parsed(self.path, self.text if text is None else text, self.shown)

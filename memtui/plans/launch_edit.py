@@ -1,0 +1,495 @@
+"""`memtui export --from run.sh`: the launch script (or command-line file), edited.
+
+A launch line has no export of its own: its facts come from the launcher's options (the
+process count), the trainer's arguments on the command line, and the files they name. The
+edit works from the facts, as `memtui.plans.roundtrip.edit` does for configs:
+
+- the plan's changes are the facts where the Trainer-arguments export of the plan the file
+  imports to and of the plan exported differ (`memtui.plans.trainer_args.export`: the
+  micro-batch, the precision, the LoRA rank, the ZeRO stage of its inline DeepSpeed
+  config...), and the GPUs per node;
+- each is written at the argument the file's reader stated it from (its origin:
+  `--lora_dim` in a DeepSpeed-Chat script, `--per_gpu_train_batch_size`, `torchrun
+  --nproc_per_node`), or, when the file left it to a default, at the argument the default
+  is named by, added at the end of the command's arguments (the launcher's process count
+  before its script) in the command's own continuation style;
+- the value written is one the export says for that fact (the export key's value, the
+  fact's own value, or for a flag without one its presence or absence); each candidate is
+  read back by the same reader (`memtui.plans.registry.read_files`) and kept only when the
+  fact then reads as the plan's and no other fact moved. What no candidate can say is left
+  for the caller's "not written" line, with where it lives when that is another file (a
+  DeepSpeed JSON the command names: its own `--format` edits it).
+
+Only the launch command's words change: other lines, comments, `export` lines and other
+commands keep their bytes; a new value is shell-quoted (`shlex.quote`), never spliced raw.
+An unchanged plan gives the file byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memtui.plans.facts import ConfigError, Document, Facts, read_text
+from memtui.plans.formats import FORMATS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from memtui.estimator.plan import Plan
+    from memtui.plans.roundtrip import Edited
+
+_GPUS = "hardware.gpus_per_node"
+#: Facts an edit of a fact may drop: a process count given ends "every GPU of the node"
+_GOES_WITH = {_GPUS: ("gpus_default",)}
+_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPERATORS = "|&;<>()"
+#: A launcher's process-count option, by its program (torch 2.13 distributed/run.py,
+#: accelerate 1.15 commands/launch.py, deepspeed launcher/runner.py, trl 1.16 cli)
+_COUNT_OPTION = {"torchrun": "--nproc_per_node", "accelerate": "--num_processes",
+                 "deepspeed": "--num_gpus", "trl": "--num_processes"}  # fmt: skip
+#: The words that name the launcher before its options (`accelerate launch`, `trl sft`)
+_LAUNCHER_WORDS = {"torchrun": 1, "accelerate": 2, "deepspeed": 1, "trl": 2}
+
+
+@dataclass(frozen=True)
+class LaunchFile:
+    """A launch script or command-line file the user gave (`--from run.sh`)."""
+
+    path: Path
+    shown: str
+    text: str
+    cwd: Path
+
+    kind = "launch"
+    title = "launch script"
+
+    def facts(self, text: str | None = None) -> Facts:
+        """What the import reads from this file (or from `text` in its place)."""
+        from memtui.plans.registry import read_as, read_files
+
+        with read_as(self.path, self.text if text is None else text):
+            return read_files([self.shown], self.cwd)
+
+
+def launch_file(paths: list[str], cwd: Path) -> LaunchFile | None:
+    """The first of `paths` that the import reads as a launch (a file whose name no config
+    format has and whose text is not JSON), read; None when there is none."""
+    from memtui.plans import lockfiles
+
+    for shown in paths:
+        path = Path(shown).expanduser()
+        resolved = (cwd / path if not path.is_absolute() else path).resolve()
+        if not resolved.is_file() or FORMATS.reads_suffix(resolved.suffix.lower()):
+            continue
+        if lockfiles.claims(resolved):
+            continue
+        text = read_text(resolved, shown)
+        if not text.lstrip().startswith("{"):
+            return LaunchFile(resolved, shown, text, cwd)
+    return None
+
+
+# -- the words of a command, with their offsets -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchOrigin:
+    """A user's launch script and the plan it imports to (as `memtui.plans.roundtrip.Origin`
+    is for a config)."""
+
+    file: LaunchFile
+    plan: Plan
+    files_only: argparse.Namespace | None = None
+    """The command's arguments with only --from and --plan kept (how `plan` was built)."""
+
+
+@dataclass(frozen=True)
+class _Word:
+    value: str
+    """As the shell reads it: quotes removed (variables left as written)."""
+    start: int
+    end: int
+
+
+def _words(text: str, pos: int) -> list[_Word]:
+    """The words of the simple command starting at `pos` (POSIX quoting, `\\`-newline
+    continuations), up to its end: a newline, a comment, or a shell operator (a pipe, a
+    redirection, `;`, `&&`): what follows an operator is not the command's arguments."""
+    words: list[_Word] = []
+    n = len(text)
+    while True:
+        while pos < n and (text[pos] in " \t" or text.startswith("\\\n", pos)):
+            pos += 2 if text[pos] == "\\" else 1
+        if pos >= n or text[pos] in "\n#" or text[pos] in _OPERATORS:
+            return words
+        start, value = pos, []
+        while pos < n and text[pos] not in " \t\n" and text[pos] not in _OPERATORS:
+            char = text[pos]
+            if char == "\\":
+                if pos + 1 < n and text[pos + 1] != "\n":
+                    value.append(text[pos + 1])
+                pos += 2
+            elif char == "'":
+                close = text.find("'", pos + 1)
+                if close < 0:
+                    raise ConfigError("unterminated quote")
+                value.append(text[pos + 1 : close])
+                pos = close + 1
+            elif char == '"':
+                pos += 1
+                while pos < n and text[pos] != '"':
+                    if text[pos] == "\\" and pos + 1 < n and text[pos + 1] in '"\\$`\n':
+                        if text[pos + 1] != "\n":
+                            value.append(text[pos + 1])
+                        pos += 2
+                        continue
+                    value.append(text[pos])
+                    pos += 1
+                if pos >= n:
+                    raise ConfigError("unterminated quote")
+                pos += 1
+            else:
+                value.append(char)
+                pos += 1
+        if text[start:pos].isdigit() and pos < n and text[pos] in "<>":
+            return words  # `2>`: a redirection's file descriptor
+        words.append(_Word("".join(value), start, pos))
+
+
+def _line_start(text: str, number: int) -> int:
+    """The offset of logical line `number` (1-based) as the import counts them: physical
+    lines joined at each backslash-newline (memtui.plans.registry._Reader.commands)."""
+    pos = 0
+    for _ in range(number - 1):
+        while True:
+            found = text.find("\n", pos)
+            if found < 0:
+                raise ConfigError(f"line {number}: not in the file")
+            pos = found + 1
+            if found == 0 or text[found - 1] != "\\":
+                break
+    return pos
+
+
+# -- the edit ---------------------------------------------------------------------------------
+
+
+class _Command:
+    """The launch command's text in the script, and the word edits made to it."""
+
+    def __init__(self, file: LaunchFile, number: int) -> None:
+        self.file, self.number = file, number
+        self.text = file.text
+
+    def words(self) -> list[_Word]:
+        try:
+            return _words(self.text, _line_start(self.text, self.number))
+        except ConfigError as err:
+            raise ConfigError(f"{self.file.shown}:{self.number}: {err}") from None
+
+    def program(self, words: list[_Word]) -> int:
+        """The index of the program word (after `NAME=value` assignments)."""
+        i = 0
+        while i < len(words) and _NAME.match(words[i].value.partition("=")[0]) and (
+            "=" in words[i].value and not words[i].value.startswith("-")
+        ):  # fmt: skip
+            i += 1
+        return i
+
+    def find(self, flag: str) -> tuple[int, bool] | None:
+        """The index of the word spelling `flag` (`--flag`, `--flag=...`, dashes and
+        underscores alike), and whether it holds its value (`=`)."""
+        words = self.words()
+        names = {flag, flag.replace("_", "-"), "--" + flag[2:].replace("-", "_")}
+        for i, word in enumerate(words):
+            name, eq, _ = word.value.partition("=")
+            if name in names:
+                return i, bool(eq)
+        return None
+
+    def splice(self, start: int, end: int, new: str) -> None:
+        self.text = self.text[:start] + new + self.text[end:]
+
+    def set(self, flag: str, value: str | None, launcher: bool) -> bool:
+        """`flag` given `value` (None: bare); False when it cannot be written here."""
+        words = self.words()
+        found = self.find(flag)
+        rendered = "" if value is None else shlex.quote(value)
+        if found is None:
+            self._add(words, flag + ("" if value is None else " " + rendered), launcher)
+            return True
+        i, inline = found
+        word = words[i]
+        name = word.value.partition("=")[0]
+        has_value = i + 1 < len(words) and not words[i + 1].value.startswith("--")
+        if inline:
+            if value is None:
+                return False
+            self.splice(word.start, word.end, f"{name}={rendered}")
+        elif value is None:
+            if has_value:
+                self.splice(word.end, words[i + 1].end, "")
+        elif has_value:
+            self.splice(words[i + 1].start, words[i + 1].end, rendered)
+        else:
+            self.splice(word.end, word.end, " " + rendered)
+        return True
+
+    def remove(self, flag: str) -> bool:
+        """`flag` (and its value, when it has one) removed; False when it is not there."""
+        words = self.words()
+        found = self.find(flag)
+        if found is None:
+            return False
+        i, inline = found
+        last = i + 1 if not inline and i + 1 < len(words) and not (
+            words[i + 1].value.startswith("--")) else i  # fmt: skip
+        self._cut(words[i].start, words[last].end)
+        return True
+
+    def _cut(self, start: int, end: int) -> None:
+        """Words [start, end) removed with the blanks before them; a line they leave empty
+        goes whole (and a continuation that led into it, when it was the command's last)."""
+        text = self.text
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        before, after = text[line_start:start], text[end:line_end]
+        if before.strip() == "" and after.strip() == "\\":
+            self.splice(line_start, min(line_end + 1, len(text)), "")
+        elif before.strip() == "" and after.strip() == "" and line_start > 0:
+            previous = text[: line_start - 1].rstrip(" \t")
+            if previous.endswith("\\"):  # the command's last line: its continuation goes
+                cut = len(previous[:-1].rstrip(" \t"))
+                self.splice(cut, line_end, "")
+            else:
+                self.splice(start, end, "")
+        else:
+            while start > line_start and text[start - 1] in " \t":
+                start -= 1
+            self.splice(start, end, "")
+
+    def _script(self, words: list[_Word]) -> int:
+        """Where the launcher's options end: after the launcher's own words."""
+        program = self.program(words)
+        name = Path(words[program].value).name if program < len(words) else ""
+        return program + _LAUNCHER_WORDS.get(name, 1)
+
+    def _add(self, words: list[_Word], new: str, launcher: bool) -> None:
+        """`new` added: a launcher option right after the launcher's words, anything else
+        after the command's last argument, on a line of its own (in that line's
+        indentation) when the command continues its arguments over lines."""
+        if launcher:
+            at = words[min(self._script(words), len(words)) - 1].end
+            self.splice(at, at, " " + new)
+            return
+        first, last = words[self.program(words)], words[-1]
+        line_start = self.text.rfind("\n", 0, last.start) + 1
+        indent = self.text[line_start : last.start]
+        if "\\\n" in self.text[first.start : last.end] and not indent.strip():
+            self.splice(last.end, last.end, f" \\\n{indent}{new}")
+        else:
+            self.splice(last.end, last.end, " " + new)
+
+
+def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
+    """`origin`'s launch command changed to say `plan` where it differs from the plan the
+    file imports to; what it cannot say is left to the caller's read-back."""
+    from memtui.plans.roundtrip import Edited
+
+    file, before = origin.file, origin.plan
+    edited = Edited(file.text, file.text)
+    if plan == before:
+        return edited
+    ours = file.facts()
+    number = _launch_line(file, ours)
+    old, new = _export(before, file.cwd), _export(plan, file.cwd)
+    changed = {k for k in {*old.facts.values, *new.facts.values}
+               if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
+    targets = {k: new.facts.values[k].value for k in changed if k in new.facts.values}
+    if plan.hardware.gpus_per_node != before.hardware.gpus_per_node:
+        targets[_GPUS] = plan.hardware.gpus_per_node
+    command = _Command(file, number)
+    current = ours
+    done: set[str] = set()
+    for key in sorted(targets):
+        target = targets[key]
+        if _value(current, key) == target:
+            continue
+        fact = current.values.get(key)
+        flag = _flag(fact.origin if fact is not None else "", key, command)
+        if flag is None:
+            _elsewhere(edited, file, key, fact)
+            continue
+        for value in _candidates(key, target, flag, new):
+            saved = command.text
+            applied = command.set(flag, value, key == _GPUS) if value is not _ABSENT else (
+                command.remove(flag))  # fmt: skip
+            if applied:
+                read = _read(file, command.text)
+                # every other fact as it was, but the plan's changes still to be made
+                pending = targets.keys() - done
+                moved = {key, *_GOES_WITH.get(key, ())}
+                if read is not None and _value(read, key) == target and all(
+                    _value(read, k) == _value(current, k)
+                    for k in (read.values.keys() | current.values.keys()) - moved - pending
+                ):
+                    current = read
+                    done.add(key)
+                    break
+            command.text = saved
+        else:
+            _elsewhere(edited, file, key, fact)
+    edited.text = command.text
+    return edited
+
+
+class _Exported:
+    """The Trainer-arguments export of a plan: its data, its facts, and which scalar
+    values decide each fact."""
+
+    def __init__(self, data: dict[str, Any], facts: Facts, deciding: dict[str, list[Any]]):
+        self.data, self.facts, self.deciding = data, facts, deciding
+
+
+def _export(plan: Plan, cwd: Path) -> _Exported:
+    from memtui.plans import trainer_args
+
+    data = json.loads(trainer_args.export(plan))
+
+    def read(args: dict[str, Any]) -> Facts:
+        return trainer_args.read(Document(cwd / "export.json", "export", args, cwd))
+
+    facts = read(data)
+    deciding: dict[str, list[Any]] = {}
+    for path, value in _leaves(data, ()):
+        trimmed = json.loads(json.dumps(data))
+        parent = trimmed
+        for key in path[:-1]:
+            parent = parent[key]
+        del parent[path[-1]]
+        try:
+            without = read(trimmed)
+        except ConfigError:
+            continue
+        for key in facts.values:
+            if _value(without, key) != _value(facts, key):
+                deciding.setdefault(key, []).append((path[-1], value))
+    return _Exported(data, facts, deciding)
+
+
+def _leaves(data: Mapping[str, Any], at: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(value, (*at, key))
+        elif isinstance(value, (str, int, float, bool)):
+            yield (*at, key), value
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT: Any = _Absent()
+
+
+def _candidates(key: str, target: Any, flag: str, new: _Exported) -> Iterator[Any]:
+    """The values to try for `flag`: the export's for the fact (its own key's first), the
+    fact's own, then the flag bare and absent (argparse `store_true` flags)."""
+    name = flag[2:].replace("-", "_")
+    exported = sorted(new.deciding.get(key, []), key=lambda kv: kv[0] != name)
+    seen: set[str] = set()
+    for value in [*(v for _, v in exported), target]:
+        text = _rendered(value)
+        if text is not None and text not in seen:
+            seen.add(text)
+            yield text
+    yield None
+    yield _ABSENT
+
+
+def _rendered(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, Enum):
+        value = value.value
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return None
+
+
+def _value(facts: Facts, key: str) -> Any:
+    fact = facts.values.get(key)
+    return None if fact is None else fact.value
+
+
+def _read(file: LaunchFile, text: str) -> Facts | None:
+    try:
+        return file.facts(text)
+    except ConfigError:
+        return None
+
+
+_LABEL = re.compile(r":(\d+)(?:[ :]|$)")
+
+
+def _launch_line(file: LaunchFile, facts: Facts) -> int:
+    """The logical line of the launch command: the one the import's facts name
+    (`run.sh:15`)."""
+    prefix = f"{file.shown}:"
+    for fact in facts.values.values():
+        if fact.origin.startswith(prefix):
+            found = _LABEL.match(fact.origin[len(file.shown) :])
+            if found:
+                return int(found.group(1))
+    raise ConfigError(f"{file.shown}: no launch command to edit")
+
+
+def _flag(origin: str, key: str, command: _Command) -> str | None:
+    """The argument of the launch command that states fact `key`: the one its origin
+    names (`run.sh:15 train.py:--lora_r`, `recipe.yaml (--config):lora_r`: TrlParser's
+    command line overrides its --config, trl 1.16 scripts/utils.py parse_args_and_config;
+    a default by the argument it defaults), else for the GPU count the launcher's option."""
+    where = origin.rsplit(":", 1)[-1] if ":" in origin else ""
+    own = origin.startswith(f"{command.file.shown}:")
+    flags = _FLAG.findall(where)
+    if key == _GPUS and not (own and flags):
+        words = command.words()
+        program = command.program(words)
+        name = Path(words[program].value).name if program < len(words) else ""
+        return _COUNT_OPTION.get(name)
+    if flags and own:
+        return flags[-1]
+    if "(--config)" in origin:  # a TrlParser --config YAML: the command line overrides it
+        word = where.split(" ", 1)[0]
+        return f"--{word}" if _NAME.fullmatch(word) else None
+    return None
+
+
+def _elsewhere(edited: Edited, file: LaunchFile, key: str, fact: Any) -> None:
+    """A note for a fact the command line cannot say because another file states it."""
+    if fact is None or fact.origin.startswith(f"{file.shown}:"):
+        return
+    from memtui.plans.roundtrip import config_file
+
+    source, _, where = fact.origin.rpartition(":")
+    named = source.split(" (", 1)[0]
+    try:
+        config = config_file([named], None, file.cwd)
+    except ConfigError:
+        config = None
+    how = ""
+    if config is not None and config.fmt.exports:
+        how = f" (`memtui export --from {file.shown} --format {config.fmt.name}` edits it)"
+    note = f"{key} is {where.split(' (', 1)[0]} of {named}, not of the command line{how}"
+    if note not in edited.notes:
+        edited.notes.append(note)
