@@ -119,17 +119,34 @@ def unwritten(origin: Origin | LaunchOrigin, plan: Plan, text: str) -> list[str]
     """The plan's fields (`field value`) the edit does not carry: the files, with `text` as
     the edited one, import to another value than `plan` has where `plan` differs from
     what the files said."""
-    from memtui.plans.registry import read_as
-
-    assert origin.files_only is not None
-    with read_as(origin.file.path, text):
-        readback = plan_from_args(origin.files_only)
-    want, had, got = _flat(plan), _flat(origin.plan), _flat(readback)
+    want, had, got = _flat(plan), _flat(origin.plan), _flat(_readback(origin, text))
     return [
         f"{key} {want[key]}"
         for key in want
         if want[key] != had.get(key) and got.get(key) != want[key]
     ]
+
+
+def _readback(origin: Origin | LaunchOrigin, text: str) -> Plan:
+    """The plan the files import to with `text` as the edited one."""
+    from memtui.plans.registry import read_as
+
+    assert origin.files_only is not None
+    with read_as(origin.file.path, text):
+        return plan_from_args(origin.files_only)
+
+
+def _unmoved(origin: LaunchOrigin, plan: Plan, text: str) -> None:
+    """Refuse (one line) an edit of a launch line that reads back with a field the plan did
+    not change read otherwise (a launcher option that also says something else)."""
+    want, had, got = _flat(plan), _flat(origin.plan), _flat(_readback(origin, text))
+    moved = [key for key in want if want[key] == had.get(key) and got.get(key) != want[key]]
+    if moved:
+        raise UsageError(
+            f"{shown(origin.file.shown, LINE)}: cannot edit it to say the plan: it would read "
+            f"{moved[0]} as {shown(str(got.get(moved[0])), 60)}; give --format to write a new "
+            "config instead"
+        )
 
 
 def _flat(plan: Plan) -> dict[str, Any]:
@@ -169,15 +186,17 @@ def launch_origin_of(args: argparse.Namespace) -> LaunchOrigin | None:
     file = launch_file(list(args.from_files or ()), Path.cwd())
     if file is None:
         return None
-    return LaunchOrigin(file, plan_from_args(_files_only(args)), _files_only(args))
+    # --model / --params say which model the line's id is (one memtui cannot resolve
+    # offline): the model of both plans, never an edit of the line's model argument
+    files_only = _files_only(args, "model", "params")
+    return LaunchOrigin(file, plan_from_args(files_only), files_only)
 
 
-def _files_only(args: argparse.Namespace) -> argparse.Namespace:
-    """Every flag unset but --from and --plan: the plan the files say, as plan_and_import
-    builds it."""
-    return argparse.Namespace(
-        **{**dict.fromkeys(vars(args)), "from_files": args.from_files, "plan": args.plan}
-    )
+def _files_only(args: argparse.Namespace, *kept: str) -> argparse.Namespace:
+    """Every flag unset but --from, --plan and `kept`: the plan the files say, as
+    plan_and_import builds it."""
+    keep = {name: getattr(args, name, None) for name in ("from_files", "plan", *kept)}
+    return argparse.Namespace(**{**dict.fromkeys(vars(args)), **keep})
 
 
 def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str:
@@ -189,6 +208,7 @@ def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str
         change = roundtrip.edit(origin, plan)
     else:
         change = launch_edit.edit(origin, plan)
+        _unmoved(origin, plan, change.text)
     name = shown(origin.file.shown, LINE)
     for note in change.notes:
         print(f"{name}: {shown(note, LINE)}", file=sys.stderr)

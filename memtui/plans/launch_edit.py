@@ -36,7 +36,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memtui.plans.facts import ConfigError, Document, Facts, read_text
+from memtui.plans.facts import ConfigError, Document, Fact, Facts, read_text
 from memtui.plans.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -46,8 +46,11 @@ if TYPE_CHECKING:
     from memtui.plans.roundtrip import Edited
 
 _GPUS = "hardware.gpus_per_node"
-#: Facts an edit of a fact may drop: a process count given ends "every GPU of the node"
-_GOES_WITH = {_GPUS: ("gpus_default",)}
+#: Facts an edit of a fact may move: a process count given to `accelerate launch` (or `trl`)
+#: without a config ends "every GPU of the node" and states its multi-GPU launch
+#: (commands/launch.py: --num_processes > 1 is a multi-GPU launch, one machine); the caller
+#: reads the edit back to the plan and refuses it if any field it did not change moved
+_GOES_WITH = {_GPUS: ("gpus_default", "hardware.nodes", "strategy", "engine")}
 _FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = "|&;<>()"
@@ -293,8 +296,9 @@ class _Command:
             return
         first, last = words[self.program(words)], words[-1]
         line_start = self.text.rfind("\n", 0, last.start) + 1
-        indent = self.text[line_start : last.start]
-        if "\\\n" in self.text[first.start : last.end] and not indent.strip():
+        line = self.text[line_start : last.start]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\\\n" in self.text[first.start : last.end] and line_start > first.start:
             self.splice(last.end, last.end, f" \\\n{indent}{new}")
         else:
             self.splice(last.end, last.end, " " + new)
@@ -309,8 +313,10 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
     edited = Edited(file.text, file.text)
     if plan == before:
         return edited
+    from memtui.plans.registry import launch_command
+
     ours = file.facts()
-    number = _launch_line(file, ours)
+    number = launch_command(file.text, file.shown, file.cwd)[0]
     old, new = _export(before, file.cwd), _export(plan, file.cwd)
     changed = {k for k in {*old.facts.values, *new.facts.values}
                if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
@@ -325,7 +331,7 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
         if _value(current, key) == target:
             continue
         fact = current.values.get(key)
-        flag = _flag(fact.origin if fact is not None else "", key, command)
+        flag = _flag(fact, key, command)
         if flag is None:
             _elsewhere(edited, file, key, fact)
             continue
@@ -406,9 +412,11 @@ def _candidates(key: str, target: Any, flag: str, new: _Exported) -> Iterator[An
     """The values to try for `flag`: the export's for the fact (its own key's first), the
     fact's own, then the flag bare and absent (argparse `store_true` flags)."""
     name = flag[2:].replace("-", "_")
-    exported = sorted(new.deciding.get(key, []), key=lambda kv: kv[0] != name)
+    # the export's own key of that name first (even where it says the default: `bf16:
+    # false` decides nothing in the export, but does over a `--bf16 True`)
+    same = [v for path, v in _leaves(new.data, ()) if path[-1] == name]
     seen: set[str] = set()
-    for value in [*(v for _, v in exported), target]:
+    for value in [*same, *(v for _, v in new.deciding.get(key, [])), target]:
         text = _rendered(value)
         if text is not None and text not in seen:
             seen.add(text)
@@ -439,45 +447,38 @@ def _read(file: LaunchFile, text: str) -> Facts | None:
         return None
 
 
-_LABEL = re.compile(r":(\d+)(?:[ :]|$)")
+def _own_where(origin: str, file: LaunchFile) -> str | None:
+    """What a fact's origin names when the launch command itself stated (or defaulted) it:
+    its `where` after the command's label (`run.sh:15` and maybe the script); else None."""
+    found = re.match(rf"{re.escape(file.shown)}:\d+(?: [^:]*)?:", origin)
+    return None if found is None else origin[found.end() :]
 
 
-def _launch_line(file: LaunchFile, facts: Facts) -> int:
-    """The logical line of the launch command: the one the import's facts name
-    (`run.sh:15`)."""
-    prefix = f"{file.shown}:"
-    for fact in facts.values.values():
-        if fact.origin.startswith(prefix):
-            found = _LABEL.match(fact.origin[len(file.shown) :])
-            if found:
-                return int(found.group(1))
-    raise ConfigError(f"{file.shown}: no launch command to edit")
-
-
-def _flag(origin: str, key: str, command: _Command) -> str | None:
+def _flag(fact: Fact | None, key: str, command: _Command) -> str | None:
     """The argument of the launch command that states fact `key`: the one its origin
-    names (`run.sh:15 train.py:--lora_r`, `recipe.yaml (--config):lora_r`: TrlParser's
-    command line overrides its --config, trl 1.16 scripts/utils.py parse_args_and_config;
-    a default by the argument it defaults), else for the GPU count the launcher's option."""
-    where = origin.rsplit(":", 1)[-1] if ":" in origin else ""
-    own = origin.startswith(f"{command.file.shown}:")
-    flags = _FLAG.findall(where)
-    if key == _GPUS and not (own and flags):
+    names (`run.sh:15 train.py:--lora_r`; a default by the argument it defaults, `max_length
+    (SFTConfig default)`; a TrlParser --config YAML's key, which the command line overrides:
+    trl 1.16 scripts/utils.py parse_args_and_config), else for the GPU count the
+    launcher's own option."""
+    origin = "" if fact is None else fact.origin
+    where = _own_where(origin, command.file)
+    flags = _FLAG.findall(where or "")
+    if key == _GPUS and not flags:
         words = command.words()
         program = command.program(words)
         name = Path(words[program].value).name if program < len(words) else ""
         return _COUNT_OPTION.get(name)
-    if flags and own:
+    if flags:
         return flags[-1]
-    if "(--config)" in origin:  # a TrlParser --config YAML: the command line overrides it
-        word = where.split(" ", 1)[0]
-        return f"--{word}" if _NAME.fullmatch(word) else None
-    return None
+    if where is None and "(--config):" in origin:
+        where = origin.split("(--config):", 1)[1]
+    word = (where or "").split(" ", 1)[0]
+    return f"--{word}" if _NAME.fullmatch(word) else None
 
 
-def _elsewhere(edited: Edited, file: LaunchFile, key: str, fact: Any) -> None:
+def _elsewhere(edited: Edited, file: LaunchFile, key: str, fact: Fact | None) -> None:
     """A note for a fact the command line cannot say because another file states it."""
-    if fact is None or fact.origin.startswith(f"{file.shown}:"):
+    if fact is None or _own_where(fact.origin, file) is not None:
         return
     from memtui.plans.roundtrip import config_file
 
