@@ -74,6 +74,15 @@ class LaunchFile:
     kind = "launch"
     title = "launch script"
 
+    def configs(self) -> list[Path]:
+        """The config files its launch names: the launcher's (`--config_file`, `tune run
+        --config`...) and the ones its arguments name (the Trainer's `--deepspeed`)."""
+        from memtui.plans.registry import launch_command
+
+        launch = launch_command(self.text, self.shown, self.cwd)[1]
+        named = [ref.path for ref in launch.configs if ref.builtin is None]
+        return named + [path for path, _ in self.facts().references if path not in named]
+
     def facts(self, text: str | None = None) -> Facts:
         """What the import reads from this file (or from `text` in its place)."""
         from memtui.plans.registry import read_as, read_files
@@ -477,20 +486,29 @@ def _flag(fact: Fact | None, key: str, command: _Command) -> str | None:
 
 
 def _elsewhere(edited: Edited, file: LaunchFile, key: str, fact: Fact | None) -> None:
-    """A note for a fact the command line cannot say because another file states it."""
-    if fact is None or _own_where(fact.origin, file) is not None:
-        return
+    """A note for a fact the command line cannot say because a file it names states it:
+    which file, and the `--format` that edits it."""
     from memtui.plans.roundtrip import config_file
 
+    if fact is None or _own_where(fact.origin, file) is not None:
+        return
     source, _, where = fact.origin.rpartition(":")
-    named = source.split(" (", 1)[0]
-    try:
-        config = config_file([named], None, file.cwd)
-    except ConfigError:
-        config = None
+    named = source.split(" (", 1)[0]  # "ds.json (from run.sh:4 train.py:--deepspeed)"
+    paths = [p for p in file.configs() if p.name == Path(named).name]
+    if not paths:
+        return
+    shown = str(_relative(paths[0], file.cwd))
+    config = config_file([shown], None, file.cwd)
     how = ""
     if config is not None and config.fmt.exports:
-        how = f" (`memtui export --from {file.shown} --format {config.fmt.name}` edits it)"
-    note = f"{key} is {where.split(' (', 1)[0]} of {named}, not of the command line{how}"
+        how = f": `memtui export --from {file.shown} --format {config.fmt.name}` edits it"
+    note = f"{key} is {where.split(' (', 1)[0]} of {shown}, not of the command line{how}"
     if note not in edited.notes:
         edited.notes.append(note)
+
+
+def _relative(path: Path, cwd: Path) -> Path:
+    try:
+        return path.resolve().relative_to(cwd.resolve())
+    except ValueError:
+        return path

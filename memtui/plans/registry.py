@@ -280,6 +280,10 @@ def launch_command(
             tokens = shlex.split(line, comments=True)
         except ValueError as err:
             raise ConfigError(f"{shown}: line {number}: {err}") from None
+        # the command ends at a pipe, a list or a redirection (`&> $OUTPUT/training.log`):
+        # none of that is an argument
+        cut = next((i for i, t in enumerate(tokens) if _OPERATOR.fullmatch(t)), len(tokens))
+        tokens = tokens[:cut]
         env = {}
         while tokens and "=" in tokens[0] and not tokens[0].startswith(("-", "=")):
             key, _, value = tokens.pop(0).partition("=")
@@ -316,6 +320,8 @@ def _substitute(line: str, shell: Mapping[str, str], used: dict[str, str]) -> st
     return _VARIABLE.sub(value, line)
 
 
+#: A word of shell operators alone (`|`, `&>`, `2>&1`, `;`): a quoted `'<|im_end|>'` is not
+_OPERATOR = re.compile(r"[0-9]*[<>|;&()]+(?:[0-9]+|-)?")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
