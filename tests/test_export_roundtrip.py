@@ -562,3 +562,239 @@ def test_what_the_file_cannot_say_is_named_not_dropped(
                          capsys)  # fmt: skip
     assert code == 0 and '"train_micro_batch_size_per_gpu": 3' in out
     assert "says it: method lora (set it" in err
+
+
+# -- launch lines and shell scripts (memtui/plans/launch_edit.py) -----------------------------
+
+# every launch line and script of the upstream corpus, run from the folder its repository's
+# README launches it from, with the flags tests/test_upstream_launch.py gives it (--model for
+# ids that cannot be resolved offline); and the launch scripts of the examples above
+from test_upstream_launch import CASES as UPSTREAM_CASES  # noqa: E402
+from test_upstream_launch import UPSTREAM  # noqa: E402
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".txt", ".lock")
+
+
+def is_launch(path: Path) -> bool:
+    return path.suffix not in CONFIG_SUFFIXES and path.name not in NOT_CONFIGS
+
+
+LAUNCHES: list[tuple[Path, str, tuple[str, ...], str | None]] = [
+    # (the folder it is launched from, the file, the flags, the import's refusal)
+    *((UPSTREAM / c.cwd, c.path, c.flags, c.error) for c in UPSTREAM_CASES if is_launch(Path(c.path))),
+    *((CONFIGS, str(p.relative_to(CONFIGS)), (), None) for p in CORPUS
+      if is_launch(p) and UPSTREAM not in p.parents),
+]  # fmt: skip
+LAUNCH_IDS = [str((cwd / path).relative_to(CONFIGS)) for cwd, path, _, _ in LAUNCHES]
+
+
+def test_every_launch_file_of_the_corpus_is_exported() -> None:
+    launch_files = {p for p in CORPUS if is_launch(p) and "locks" not in p.parts}
+    assert launch_files == {cwd / path for cwd, path, _, _ in LAUNCHES}
+    assert len(launch_files) >= 60
+
+
+def run_in(
+    cwd: Path, argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> tuple[int, str, str]:  # fmt: skip
+    """`memtui ARGV` in `cwd`, as tests/test_upstream_launch.py estimates the corpus: no
+    accelerate default config, no GPU counted."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    return run(argv, capsys)
+
+
+@pytest.mark.parametrize(("cwd", "path", "flags", "error"), LAUNCHES, ids=LAUNCH_IDS)
+def test_a_launch_exported_with_no_change_is_the_file_byte_for_byte(
+    cwd: Path, path: str, flags: tuple[str, ...], error: str | None,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags], monkeypatch, capsys, tmp_path)
+    if error is not None:  # the import refuses it: so does the export, in the same one line
+        assert code == 2 and err.count("\n") == 1 and error in err, err
+        return
+    assert code == 0, err
+    assert out.encode("utf-8") == (cwd / path).read_bytes()
+    assert err == f"{path}: unchanged (the plan is the file's own)\n"
+
+
+def _or(change: str, *more: str) -> set[str]:
+    return CHANGES[change][1] | set(more)
+
+
+LAUNCH_CHANGES: dict[str, tuple[list[str], set[str]]] = {
+    # the config keys of CHANGES, as arguments, and the spellings of the launch dialects:
+    # DeepSpeed-Chat's main.py (--offload, --lora_dim), the launchers' process counts
+    **{name: (flags, _or(name)) for name, (flags, _) in CHANGES.items()},
+    "zero2": (CHANGES["zero2"][0], _or("zero2", "offload")),
+    "no-offload": (CHANGES["no-offload"][0], _or("no-offload", "offload")),
+    "lora-rank": (CHANGES["lora-rank"][0], _or("lora-rank", "lora_dim")),
+    "gpus": (["--gpus", "2"], {"nproc_per_node", "nproc-per-node", "num_processes", "num_gpus"}),
+}
+LAUNCH_MUST_EDIT = {
+    # (file, change): edits the launch corpus must take (the rest may be refused in one line,
+    # or name what the command line cannot say)
+    *(("upstream/trl/lines/cli_sft.cmd", c) for c in (
+        "micro-batch", "no-checkpointing", "fp32", "gpus")),
+    *(("upstream/trl/lines/sft_lora.cmd", c) for c in ("micro-batch", "lora-rank", "fp32")),
+    *(("upstream/peft/examples/sft/run_peft.sh", c) for c in (
+        "micro-batch", "lora-rank", "fp32", "no-checkpointing")),
+    ("upstream/peft/examples/sft/run_peft_multigpu.sh", "gpus"),
+    *(("upstream/deepspeed_chat/step1_supervised_finetuning/training_scripts/llama2/"
+       "run_llama2_7b_lora.sh", c) for c in (
+        "micro-batch", "lora-rank", "zero2", "no-checkpointing", "gpus")),
+    ("upstream/deepspeed_chat/step1_supervised_finetuning/training_scripts/opt/single_node/"
+     "run_1.3b.sh", "checkpointing"),
+    ("upstream/deepspeed_chat/step2_dpo_finetuning/training_scripts/llama2/run_llama2_7b.sh",
+     "no-offload"),
+    *(("upstream/alignment_handbook/lines/smollm2_sft.cmd", c) for c in ("micro-batch", "gpus")),
+    *(("trainer/launch_deepspeed.sh", c) for c in ("micro-batch", "no-checkpointing", "gpus")),
+}  # fmt: skip
+LAUNCH_EDITS = [
+    (*launch, change)
+    for launch in LAUNCHES
+    if launch[3] is None
+    for change in LAUNCH_CHANGES
+]
+
+
+def commands(text: str) -> list[list[str]]:
+    """The script's commands as the shell splits them (continuations joined)."""
+    import shlex
+
+    return [shlex.split(line, comments=True) for line in text.replace("\\\n", " ").splitlines()]
+
+
+def arguments(tokens: list[str]) -> dict[str, list[str]]:
+    """A command's `--flag` arguments with the words after each (`--flag=value` split), up
+    to a shell operator (`&> training.log`)."""
+    found: dict[str, list[str]] = {}
+    name = None
+    for token in tokens:
+        if token.strip("0123456789") and not token.strip("0123456789<>|&;()-"):
+            break
+        if token.startswith("--"):
+            name, eq, value = token[2:].partition("=")
+            found[name] = [value] if eq else []
+        elif name is not None:
+            found[name].append(token)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("cwd", "path", "flags", "error", "change"), LAUNCH_EDITS,
+    ids=[f"{i}-{e[-1]}" for i, e in zip(
+        [x for x, launch in zip(LAUNCH_IDS, LAUNCHES) if launch[3] is None
+         for _ in LAUNCH_CHANGES], LAUNCH_EDITS)],
+)  # fmt: skip
+def test_a_changed_plan_changes_only_its_arguments_of_the_launch(
+    cwd: Path, path: str, flags: tuple[str, ...], error: None, change: str,
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    shown = str((cwd / path).relative_to(CONFIGS))
+    changed, allowed = LAUNCH_CHANGES[change]
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags, *changed], monkeypatch,
+                            capsys, tmp_path)  # fmt: skip
+    if code != 0:
+        assert (shown, change) not in LAUNCH_MUST_EDIT, err
+        assert code == 2 and err.count("\n") == 1, err  # refused in one line
+        return
+    original = (cwd / path).read_text()
+    if (shown, change) in LAUNCH_MUST_EDIT:
+        assert out != original, err
+    # every other command, comment and export line as it was; in the launch command only
+    # the arguments of the change
+    before, after = commands(original), commands(out)
+    assert len(before) == len(after)
+    differ = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert len(differ) <= 1, differ
+    assert [ln for ln in original.splitlines() if ln.lstrip().startswith("#")] == [
+        ln for ln in out.splitlines() if ln.lstrip().startswith("#")]  # fmt: skip
+    for i in differ:
+        was, now = arguments(before[i]), arguments(after[i])
+        touched = {k for k in {*was, *now} if was.get(k) != now.get(k)}
+        assert touched <= allowed, (touched, err)
+        assert before[i][: len(before[i]) - sum(map(len, was.values())) - len(was)][:1] == (
+            after[i][:1])  # the same program
+    # read back beside the original, from the launch folder: every field the change left
+    # alone as the file said it, every field it changed as the plan, or named as not written
+    edited = (cwd / path).with_name(f".edited-{os.getpid()}-{Path(path).name}")
+    edited.write_text(out)
+    request.addfinalizer(lambda: edited.unlink(missing_ok=True))
+    written = str(edited.relative_to(cwd))
+    wanted = plan_of([*flags, "--from", path, *changed])
+    had, got = plan_of([*flags, "--from", path]), plan_of([*flags, "--from", written])
+    not_written = next((ln for ln in err.splitlines() if "not written" in ln), "")
+    for name in Plan.model_fields:
+        want, have = getattr(wanted, name), getattr(got, name)
+        if want == getattr(had, name):
+            assert have == want, name
+        elif have != want:
+            assert name in not_written, (name, err)
+
+
+#: `accelerate launch` options on a `trl` command line: TRL's CLI hands them to accelerate
+#: (trl 1.16 cli/commands/training.py), they are not the script's
+TRL_LAUNCH_OPTIONS = ("--num_processes", "--config_file", "--accelerate_config")
+
+
+def _script_args(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """The training script of a launch command and its own arguments (None for
+    DeepSpeed-Chat's main.py, whose argparse is not HfArgumentParser's)."""
+    for i, token in enumerate(tokens):
+        if token.endswith(".py"):
+            return None if Path(token).name == "main.py" else (token, tokens[i + 1 :])
+        if i and tokens[i - 1] == "trl":
+            args = tokens[i + 1 :]
+            for option in TRL_LAUNCH_OPTIONS:
+                while option in args:
+                    del args[args.index(option) : args.index(option) + 2]
+            return token, args
+    return None
+
+
+@pytest.mark.parametrize(
+    ("shown", "change"), sorted(c for c in LAUNCH_MUST_EDIT if "deepspeed_chat" not in c[0])
+)
+def test_hfargumentparser_parses_an_edited_launch_line(
+    shown: str, change: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    """The edited line's script arguments through HfArgumentParser with TRL's SFTConfig and
+    ModelConfig (what `trl sft`, TRL's scripts and PEFT's examples/sft/train.py parse), or
+    TrainingArguments for Transformers' examples (run_clm.py): the edit adds no argument
+    they do not know, and the values it wrote parse as the plan's."""
+    pytest.importorskip("trl")
+    from transformers import HfArgumentParser, TrainingArguments
+    from trl import ModelConfig, SFTConfig
+
+    (cwd, path, flags, _) = next(x for x, i in zip(LAUNCHES, LAUNCH_IDS) if i == shown)
+    changed = LAUNCH_CHANGES[change][0]
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags, *changed], monkeypatch,
+                            capsys, tmp_path)  # fmt: skip
+    assert code == 0, err
+    wanted = plan_of([*flags, "--from", path, *changed])
+
+    def parse(text: str) -> tuple[Any, list[str]]:
+        ((script, args),) = [found for c in commands(text) if (found := _script_args(c))]
+        if "--deepspeed" in args:  # initialising DeepSpeed needs a process group
+            del args[args.index("--deepspeed") : args.index("--deepspeed") + 2]
+        classes = (TrainingArguments,) if Path(script).name.startswith("run_") else (
+            SFTConfig, ModelConfig)  # fmt: skip
+        config, *_, rest = HfArgumentParser(classes).parse_args_into_dataclasses(
+            args=[*args, "--output_dir", str(tmp_path), "--use_cpu", "True"],
+            return_remaining_strings=True)  # fmt: skip
+        return config, [t for t in rest if t.startswith("--")]
+
+    config, rest = parse(out)
+    assert set(rest) <= set(parse((cwd / path).read_text())[1])
+    line = " ".join(c for cmd in commands(out) for c in cmd)
+    if "--per_device_train_batch_size" in line:
+        assert config.per_device_train_batch_size == wanted.micro_batch
+    if "--gradient_checkpointing" in line:
+        assert bool(config.gradient_checkpointing) == (wanted.checkpointing.value == "full")
+    if "--bf16" in line:
+        assert bool(config.bf16) == wanted.precision.value.startswith("bf16")

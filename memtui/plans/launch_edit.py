@@ -197,9 +197,11 @@ def _line_start(text: str, number: int) -> int:
 class _Command:
     """The launch command's text in the script, and the word edits made to it."""
 
-    def __init__(self, file: LaunchFile, number: int) -> None:
+    def __init__(self, file: LaunchFile, number: int, store_true: frozenset[str]) -> None:
         self.file, self.number = file, number
         self.text = file.text
+        self.store_true = store_true
+        """The script's arguments that take no value (argparse `store_true`)."""
 
     def words(self) -> list[_Word]:
         try:
@@ -322,17 +324,20 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
     edited = Edited(file.text, file.text)
     if plan == before:
         return edited
+    from memtui.plans import deepspeed_chat, trainer_args
     from memtui.plans.registry import launch_command
 
     ours = file.facts()
-    number = launch_command(file.text, file.shown, file.cwd)[0]
+    number, launch, _, _ = launch_command(file.text, file.shown, file.cwd)
+    script_args = trainer_args.parse_argv(list(launch.script_args))[0]
+    store_true = deepspeed_chat.STORE_TRUE if deepspeed_chat.detect(script_args) else frozenset()
     old, new = _export(before, file.cwd), _export(plan, file.cwd)
     changed = {k for k in {*old.facts.values, *new.facts.values}
                if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
     targets = {k: new.facts.values[k].value for k in changed if k in new.facts.values}
     if plan.hardware.gpus_per_node != before.hardware.gpus_per_node:
         targets[_GPUS] = plan.hardware.gpus_per_node
-    command = _Command(file, number)
+    command = _Command(file, number, store_true)
     current = ours
     done: set[str] = set()
     for key in sorted(targets):
@@ -344,7 +349,7 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
         if flag is None:
             _elsewhere(edited, file, key, fact)
             continue
-        for value in _candidates(key, target, flag, new):
+        for value in _candidates(target, flag, new.deciding.get(key, []), new, command):
             saved = command.text
             applied = command.set(flag, value, key == _GPUS) if value is not _ABSENT else (
                 command.remove(flag))  # fmt: skip
@@ -417,20 +422,31 @@ class _Absent:
 _ABSENT: Any = _Absent()
 
 
-def _candidates(key: str, target: Any, flag: str, new: _Exported) -> Iterator[Any]:
-    """The values to try for `flag`: the export's for the fact (its own key's first), the
-    fact's own, then the flag bare and absent (argparse `store_true` flags)."""
+def _candidates(
+    target: Any, flag: str, deciding: list[tuple[str, Any]], new: _Exported, command: _Command
+) -> Iterator[Any]:
+    """The values to try for `flag` (a string; None: the flag bare; _ABSENT: removed): an
+    argparse `store_true` flag only bare or absent; a boolean of the Trainer's or TRL's
+    (HfArgumentParser reads `--flag True|False`) True or False; any other the export's
+    values for the fact (its own key's first, even where it says the default: `bf16: false`
+    decides nothing in the export, but does over a `--bf16 True`) and the fact's own."""
+    from memtui.plans.trainer_args import BOOL_KEYS
+
     name = flag[2:].replace("-", "_")
-    # the export's own key of that name first (even where it says the default: `bf16:
-    # false` decides nothing in the export, but does over a `--bf16 True`)
+    if name in command.store_true:
+        yield from (None, _ABSENT)
+        return
     same = [v for path, v in _leaves(new.data, ()) if path[-1] == name]
+    if name in BOOL_KEYS:
+        values: list[Any] = [*(v for v in same if isinstance(v, bool)), True, False]
+    else:
+        values = [*same, *(v for _, v in deciding), target]
     seen: set[str] = set()
-    for value in [*same, *(v for _, v in new.deciding.get(key, [])), target]:
+    for value in values:
         text = _rendered(value)
         if text is not None and text not in seen:
             seen.add(text)
             yield text
-    yield None
     yield _ABSENT
 
 
