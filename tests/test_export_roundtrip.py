@@ -798,3 +798,126 @@ def test_hfargumentparser_parses_an_edited_launch_line(
         assert bool(config.gradient_checkpointing) == (wanted.checkpointing.value == "full")
     if "--bf16" in line:
         assert bool(config.bf16) == wanted.precision.value.startswith("bf16")
+
+
+SCRIPT = """#!/bin/bash
+# fine-tune (the comment stays)
+export NCCL_DEBUG=WARN
+MODEL=meta-llama/Llama-3.1-8B
+torchrun --nproc_per_node=4 train.py \\
+    --model_name_or_path $MODEL \\
+    --per_device_train_batch_size=4 \\
+    --gradient_checkpointing True \\
+    --bf16 True \\
+    --output_dir "out dir" \\
+    2>&1 | tee log.txt
+echo done --per_device_train_batch_size 4
+"""
+
+
+def export_in(folder: Path, *argv: str) -> tuple[int, str, str]:
+    """`memtui export ARGV` as the installed command runs it in `folder` (no GPU here)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HOME": str(folder / "hf")}
+    import subprocess
+    import sys
+
+    from cli_helpers import ROOT
+
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-m", "memtui", "export", *argv], cwd=folder,
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_launch_edit_keeps_the_script_s_own_spelling_and_lines(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2",
+                               "--checkpointing", "none", "--gpus", "2")  # fmt: skip
+    assert code == 0, err
+    assert out == SCRIPT.replace("--nproc_per_node=4", "--nproc_per_node=2").replace(
+        "--per_device_train_batch_size=4", "--per_device_train_batch_size=2").replace(
+        "--gradient_checkpointing True", "--gradient_checkpointing False")  # fmt: skip
+    assert err.startswith("--- train.sh\n+++ (stdout)\n")
+    # a missing argument: at the end of the command's arguments, on a line of its own in the
+    # lines' indentation, before the pipe; the variable and the quoted value as they were
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--grad-accum", "4")
+    assert code == 0, err
+    assert out == SCRIPT.replace('"out dir" \\\n', (
+        '"out dir" \\\n    --gradient_accumulation_steps 4 \\\n'))  # fmt: skip
+    # on one line, an argument added stays on it; the launcher's count goes among its options
+    line = tmp_path / "launch.cmd"
+    line.write_text("accelerate launch train.py --model_name_or_path meta-llama/Llama-3.1-8B "
+                    "--per_device_train_batch_size 4\n")  # fmt: skip
+    code, out, err = export_in(tmp_path, "--from", "launch.cmd", "--grad-accum", "2", "--gpus",
+                               "4")  # fmt: skip
+    assert code == 0, err
+    assert out == ("accelerate launch --num_processes 4 train.py --model_name_or_path "
+                   "meta-llama/Llama-3.1-8B --per_device_train_batch_size 4 "
+                   "--gradient_accumulation_steps 2\n")  # fmt: skip
+    # what no argument of the line says is named, not guessed: Transformers'
+    # TrainingArguments has no sequence length (the script's own arguments do)
+    code, out, err = export_in(tmp_path, "--from", "launch.cmd", "--seq-len", "1024")
+    assert code == 0 and out == line.read_text()
+    assert "not written, no key of this launch script says it: seq_len 1024" in err
+
+
+def test_a_bare_flag_of_its_own_script_goes_with_its_line(tmp_path: Path) -> None:
+    # DeepSpeed-Chat's main.py: `--gradient_checkpointing` is argparse store_true (no value)
+    script = tmp_path / "run.sh"
+    script.write_text("deepspeed --num_gpus 2 main.py \\\n  --model_name_or_path "
+                      "meta-llama/Llama-3.1-8B \\\n  --zero_stage 2 \\\n"
+                      "  --gradient_checkpointing\n")  # fmt: skip
+    code, out, err = export_in(tmp_path, "--from", "run.sh", "--checkpointing", "none")
+    assert code == 0, err
+    assert out == ("deepspeed --num_gpus 2 main.py \\\n  --model_name_or_path "
+                   "meta-llama/Llama-3.1-8B \\\n  --zero_stage 2\n")  # fmt: skip
+    script.write_text(out)  # and back: the flag bare, at the end, in the lines' style
+    code, back, err = export_in(tmp_path, "--from", "run.sh", "--checkpointing", "full")
+    assert code == 0, err
+    assert back == out.replace("--zero_stage 2\n", "--zero_stage 2 \\\n  --gradient_checkpointing\n")
+
+
+def test_a_new_value_is_shell_quoted() -> None:
+    """Whatever a value holds, it is one word of the command: never a second command."""
+    import shlex
+
+    from memtui.plans.launch_edit import LaunchFile, _Command
+
+    text = "torchrun train.py --output_dir out --per_device_train_batch_size 4\n"
+    command = _Command(LaunchFile(Path("run.sh"), "run.sh", text, Path.cwd()), 1, frozenset())
+    command.set("--output_dir", "x; rm -rf ~ $(id) `id`", launcher=False)
+    command.set("--lr_scheduler_type", "a'b", launcher=False)
+    assert shlex.split(command.text) == [
+        "torchrun", "train.py", "--output_dir", "x; rm -rf ~ $(id) `id`",
+        "--per_device_train_batch_size", "4", "--lr_scheduler_type", "a'b"]  # fmt: skip
+
+
+def test_a_change_another_file_holds_is_named_with_the_format_that_edits_it() -> None:
+    shown = "trainer/launch_deepspeed.sh"
+    done = memtui("export", "--from", shown, "--strategy", "zero3", cwd=CONFIGS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (CONFIGS / shown).read_text()
+    assert (f"{shown}: strategy is zero_optimization.stage of deepspeed/zero2_auto.json, not "
+            f"of the command line: `memtui export --from {shown} --format deepspeed` edits it"
+            ) in done.stderr  # fmt: skip
+    done = memtui("export", "--from", shown, "--strategy", "zero3", "--format", "deepspeed",
+                  cwd=CONFIGS)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["zero_optimization"]["stage"] == 3
+    assert done.stderr.startswith("--- deepspeed/zero2_auto.json\n")
+
+
+def test_a_launch_script_is_written_where_asked(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    script.chmod(0o750)
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2", "-o",
+                               "train2.sh")  # fmt: skip
+    assert code == 0 and out == f"wrote {tmp_path / 'train2.sh'} (launch config for the trainer stack)\n", err
+    assert "--per_device_train_batch_size=2" in (tmp_path / "train2.sh").read_text()
+    assert script.read_text() == SCRIPT
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2", "--in-place")
+    assert code == 0, err
+    assert script.read_text() == (tmp_path / "train2.sh").read_text()
+    assert script.stat().st_mode & 0o777 == 0o750
