@@ -89,10 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if origin and target and target.expanduser().resolve() == origin.file.path:
         raise UsageError(f"{shown(args.output)}: is the --from config; give --in-place to edit it")
     if origin is None:
-        fmt, text = args.format, FORMATS[args.format].export(plan)
+        fmt, text = f"{args.format} config", FORMATS[args.format].export(plan)
     else:
         written_to = origin.file.shown if args.in_place else args.output
-        fmt, text = origin.file.kind, edited(origin, plan, written_to)
+        fmt, text = origin.file.written_as, edited(origin, plan, written_to)
     from memtui.plans.files import write_new
 
     if args.in_place:
@@ -104,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
         written = write_new(target, text, args.force, inputs)
-    print(f"wrote {shown(written, LINE)} ({fmt} config for the {plan.stack.value} stack)")
+    print(f"wrote {shown(written, LINE)} ({fmt} for the {plan.stack.value} stack)")
     if args.fastest and not args.from_files:
         from memtui.commands.plan import unwritten
 
         missing = unwritten(args, plan, str(written))
         if missing:  # the format has no key for them: the job sets them elsewhere
-            print(f"the {fmt} config does not hold the fastest plan's {', '.join(missing)}: "
+            print(f"the {fmt} does not hold the fastest plan's {', '.join(missing)}: "
                   "set them where the job sets them", file=sys.stderr)  # fmt: skip
     return 0
 

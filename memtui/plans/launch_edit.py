@@ -71,8 +71,8 @@ class LaunchFile:
     text: str
     cwd: Path
 
-    kind = "launch"
-    title = "launch script"
+    written_as = title = "launch script"
+    """What `memtui export` says it wrote, and how messages name it."""
 
     def configs(self) -> list[Path]:
         """The config files its launch names: the launcher's (`--config_file`, `tune run
@@ -358,9 +358,13 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
                 # every other fact as it was, but the plan's changes still to be made
                 pending = targets.keys() - done
                 moved = {key, *_GOES_WITH.get(key, ())}
-                if read is not None and _value(read, key) == target and all(
-                    _value(read, k) == _value(current, k)
-                    for k in (read.values.keys() | current.values.keys()) - moved - pending
+                if (
+                    read is not None
+                    and _value(read, key) == target
+                    and all(
+                        _value(read, k) == _value(current, k)
+                        for k in (read.values.keys() | current.values.keys()) - moved - pending
+                    )
                 ):
                     current = read
                     done.add(key)

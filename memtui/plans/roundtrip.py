@@ -80,9 +80,9 @@ class ConfigFile:
         return is_json(self.path, self.text)
 
     @property
-    def kind(self) -> str:
-        """The format's name, as `memtui export` reports what it wrote."""
-        return self.fmt.name
+    def written_as(self) -> str:
+        """What `memtui export` says it wrote ("deepspeed config")."""
+        return f"{self.fmt.name} config"
 
     @property
     def title(self) -> str:
