@@ -331,7 +331,7 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
     number, launch, _, _ = launch_command(file.text, file.shown, file.cwd)
     script_args = trainer_args.parse_argv(list(launch.script_args))[0]
     store_true = deepspeed_chat.STORE_TRUE if deepspeed_chat.detect(script_args) else frozenset()
-    old, new = _export(before, file.cwd), _export(plan, file.cwd)
+    old, new = _exports(file, before, plan)
     changed = {k for k in {*old.facts.values, *new.facts.values}
                if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
     targets = {k: new.facts.values[k].value for k in changed if k in new.facts.values}
@@ -382,6 +382,28 @@ class _Exported:
 
     def __init__(self, data: dict[str, Any], facts: Facts, deciding: dict[str, list[Any]]):
         self.data, self.facts, self.deciding = data, facts, deciding
+
+
+def _exports(file: LaunchFile, before: Plan, plan: Plan) -> tuple[_Exported, _Exported]:
+    """The exports of both plans. An objective the Trainer-arguments export has no config
+    for (ORPO, CPO: experimental in trl 1.16) but both plans share is exported as SFT in
+    both: the arguments the two differ in are the same, and the objective is not changed."""
+    from memtui.estimator.choices import Objective
+
+    try:
+        return _export(before, file.cwd), _export(plan, file.cwd)
+    except ConfigError as err:
+        error = err
+    if before.objective is plan.objective and plan.objective is not Objective.sft:
+        try:
+            sft = Objective.sft
+            return (_export(before.evolve(objective=sft), file.cwd),
+                    _export(plan.evolve(objective=sft), file.cwd))  # fmt: skip
+        except ConfigError:
+            pass
+    raise ConfigError(
+        f"{file.shown}: memtui edits launch lines through the Trainer's arguments: {error}"
+    )
 
 
 def _export(plan: Plan, cwd: Path) -> _Exported:
