@@ -166,13 +166,21 @@ def _flat(plan: Plan) -> dict[str, Any]:
 
 
 def origin_of(args: argparse.Namespace) -> Origin | None:
-    """The --from config the export edits (of --format, else the first config), with the
-    plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
+    """The --from config the export edits (of --format, else the first config; of --format,
+    also one a --from launch script names), with the plan the files alone import to (over
+    --plan or memtui's defaults, without the flags)."""
     from memtui.plans.roundtrip import Origin, config_file
 
     if not getattr(args, "from_files", None):
         return None
-    file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
+    fmt = getattr(args, "format", None)
+    file = config_file(list(args.from_files), fmt, Path.cwd())
+    if file is None and fmt is not None:  # a config a --from launch script names
+        from memtui.plans.launch_edit import launch_file
+
+        launch = launch_file(list(args.from_files), Path.cwd())
+        if launch is not None:
+            file = config_file(launch.configs(), fmt, Path.cwd())
     if file is None:
         return None
     return Origin(file, plan_from_args(_files_only(args)), _files_only(args))

@@ -74,14 +74,16 @@ class LaunchFile:
     written_as = title = "launch script"
     """What `memtui export` says it wrote, and how messages name it."""
 
-    def configs(self) -> list[Path]:
-        """The config files its launch names: the launcher's (`--config_file`, `tune run
-        --config`...) and the ones its arguments name (the Trainer's `--deepspeed`)."""
+    def configs(self) -> list[str]:
+        """The config files its launch names, as messages show them (from the launch folder):
+        the launcher's (`--config_file`, `tune run --config`...) and the ones its arguments
+        name (the Trainer's `--deepspeed`)."""
         from memtui.plans.registry import launch_command
 
         launch = launch_command(self.text, self.shown, self.cwd)[1]
         named = [ref.path for ref in launch.configs if ref.builtin is None]
-        return named + [path for path, _ in self.facts().references if path not in named]
+        named += [path for path, _ in self.facts().references if path not in named]
+        return [str(_relative(path, self.cwd)) for path in named]
 
     def facts(self, text: str | None = None) -> Facts:
         """What the import reads from this file (or from `text` in its place)."""
@@ -212,9 +214,11 @@ class _Command:
     def program(self, words: list[_Word]) -> int:
         """The index of the program word (after `NAME=value` assignments)."""
         i = 0
-        while i < len(words) and _NAME.match(words[i].value.partition("=")[0]) and (
-            "=" in words[i].value and not words[i].value.startswith("-")
-        ):  # fmt: skip
+        while (
+            i < len(words)
+            and "=" in words[i].value
+            and _NAME.fullmatch(words[i].value.partition("=")[0])
+        ):
             i += 1
         return i
 
@@ -536,10 +540,9 @@ def _elsewhere(edited: Edited, file: LaunchFile, key: str, fact: Fact | None) ->
         return
     source, _, where = fact.origin.rpartition(":")
     named = source.split(" (", 1)[0]  # "ds.json (from run.sh:4 train.py:--deepspeed)"
-    paths = [p for p in file.configs() if p.name == Path(named).name]
-    if not paths:
+    shown = next((p for p in file.configs() if Path(p).name == Path(named).name), None)
+    if shown is None:
         return
-    shown = str(_relative(paths[0], file.cwd))
     config = config_file([shown], None, file.cwd)
     how = ""
     if config is not None and config.fmt.exports:

@@ -111,12 +111,6 @@ def config_file(paths: list[str], fmt: str | None, cwd: Path) -> ConfigFile | No
             return config
         refs = config.facts(config.data()).references
         named += [_config(str(_relative(path, cwd)), cwd) for path, _ in refs]
-    if fmt is not None:  # the configs a launch script names (--deepspeed, --config_file)
-        from memtui.plans.launch_edit import launch_file
-
-        launch = launch_file(paths, cwd)
-        if launch is not None:
-            named += [_config(str(_relative(path, cwd)), cwd) for path in launch.configs()]
     return next((c for c in named if c is not None and c.fmt.name == fmt), None)
 
 
