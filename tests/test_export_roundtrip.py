@@ -562,3 +562,359 @@ def test_what_the_file_cannot_say_is_named_not_dropped(
                          capsys)  # fmt: skip
     assert code == 0 and '"train_micro_batch_size_per_gpu": 3' in out
     assert "says it: method lora (set it" in err
+
+
+# -- launch lines and shell scripts (memtui/plans/launch_edit.py) -----------------------------
+
+# every launch line and script of the upstream corpus, run from the folder its repository's
+# README launches it from, with the flags tests/test_upstream_launch.py gives it (--model for
+# ids that cannot be resolved offline); and the launch scripts of the examples above
+from test_upstream_launch import CASES as UPSTREAM_CASES  # noqa: E402
+from test_upstream_launch import UPSTREAM  # noqa: E402
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".txt", ".lock")
+
+
+def is_launch(path: Path) -> bool:
+    return path.suffix not in CONFIG_SUFFIXES and path.name not in NOT_CONFIGS
+
+
+LAUNCHES: list[tuple[Path, str, tuple[str, ...], str | None]] = [
+    # (the folder it is launched from, the file, the flags, the import's refusal)
+    *((UPSTREAM / c.cwd, c.path, c.flags, c.error) for c in UPSTREAM_CASES
+      if is_launch(Path(c.path))),
+    *((CONFIGS, str(p.relative_to(CONFIGS)), (), None) for p in CORPUS
+      if is_launch(p) and UPSTREAM not in p.parents),
+]  # fmt: skip
+LAUNCH_IDS = [str((cwd / path).relative_to(CONFIGS)) for cwd, path, _, _ in LAUNCHES]
+
+
+def test_every_launch_file_of_the_corpus_is_exported() -> None:
+    launch_files = {p for p in CORPUS if is_launch(p) and "locks" not in p.parts}
+    assert launch_files == {cwd / path for cwd, path, _, _ in LAUNCHES}
+    assert len(launch_files) >= 60
+
+
+def run_in(
+    cwd: Path, argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> tuple[int, str, str]:  # fmt: skip
+    """`memtui ARGV` in `cwd`, as tests/test_upstream_launch.py estimates the corpus: no
+    accelerate default config, no GPU counted."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    return run(argv, capsys)
+
+
+@pytest.mark.parametrize(("cwd", "path", "flags", "error"), LAUNCHES, ids=LAUNCH_IDS)
+def test_a_launch_exported_with_no_change_is_the_file_byte_for_byte(
+    cwd: Path, path: str, flags: tuple[str, ...], error: str | None,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags], monkeypatch, capsys, tmp_path)
+    if error is not None:  # the import refuses it: so does the export, in the same one line
+        assert code == 2 and err.count("\n") == 1 and error in err, err
+        return
+    assert code == 0, err
+    assert out.encode("utf-8") == (cwd / path).read_bytes()
+    assert err == f"{path}: unchanged (the plan is the file's own)\n"
+
+
+def _or(change: str, *more: str) -> set[str]:
+    return CHANGES[change][1] | set(more)
+
+
+LAUNCH_CHANGES: dict[str, tuple[list[str], set[str]]] = {
+    # the config keys of CHANGES, as arguments, and the spellings of the launch dialects:
+    # DeepSpeed-Chat's main.py (--offload, --lora_dim), the launchers' process counts
+    **{name: (flags, _or(name)) for name, (flags, _) in CHANGES.items()},
+    "zero2": (CHANGES["zero2"][0], _or("zero2", "offload")),
+    "no-offload": (CHANGES["no-offload"][0], _or("no-offload", "offload")),
+    "lora-rank": (CHANGES["lora-rank"][0], _or("lora-rank", "lora_dim")),
+    "gpus": (["--gpus", "2"], {"nproc_per_node", "nproc-per-node", "num_processes", "num_gpus"}),
+}
+LAUNCH_MUST_EDIT = {
+    # (file, change): edits the launch corpus must take (the rest may be refused in one line,
+    # or name what the command line cannot say)
+    *(("upstream/trl/lines/cli_sft.cmd", c) for c in (
+        "micro-batch", "no-checkpointing", "fp32", "gpus")),
+    *(("upstream/trl/lines/sft_lora.cmd", c) for c in ("micro-batch", "lora-rank", "fp32")),
+    *(("upstream/peft/examples/sft/run_peft.sh", c) for c in (
+        "micro-batch", "lora-rank", "fp32", "no-checkpointing")),
+    ("upstream/peft/examples/sft/run_peft_multigpu.sh", "gpus"),
+    *(("upstream/deepspeed_chat/step1_supervised_finetuning/training_scripts/llama2/"
+       "run_llama2_7b_lora.sh", c) for c in (
+        "micro-batch", "lora-rank", "zero2", "no-checkpointing", "gpus")),
+    ("upstream/deepspeed_chat/step1_supervised_finetuning/training_scripts/opt/single_node/"
+     "run_1.3b.sh", "checkpointing"),
+    ("upstream/deepspeed_chat/step2_dpo_finetuning/training_scripts/llama2/run_llama2_7b.sh",
+     "no-offload"),
+    *(("upstream/alignment_handbook/lines/smollm2_sft.cmd", c) for c in ("micro-batch", "gpus")),
+    *(("trainer/launch_deepspeed.sh", c) for c in ("micro-batch", "no-checkpointing", "gpus")),
+}  # fmt: skip
+LAUNCH_EDITS = [
+    pytest.param(*launch, change, id=f"{shown}-{change}")
+    for shown, launch in zip(LAUNCH_IDS, LAUNCHES, strict=True)
+    if launch[3] is None
+    for change in LAUNCH_CHANGES
+]
+
+
+def commands(text: str) -> list[list[str]]:
+    """The script's commands as the shell splits them (continuations joined)."""
+    import shlex
+
+    return [shlex.split(line, comments=True) for line in text.replace("\\\n", " ").splitlines()]
+
+
+def arguments(tokens: list[str]) -> dict[str, list[str]]:
+    """A command's `--flag` arguments with the words after each (`--flag=value` split), up
+    to a shell operator (`&> training.log`)."""
+    found: dict[str, list[str]] = {}
+    name = None
+    for token in tokens:
+        if token.strip("0123456789") and not token.strip("0123456789<>|&;()-"):
+            break
+        if token.startswith("--"):
+            name, eq, value = token[2:].partition("=")
+            found[name] = [value] if eq else []
+        elif name is not None:
+            found[name].append(token)
+    return found
+
+
+@pytest.mark.parametrize(("cwd", "path", "flags", "error", "change"), LAUNCH_EDITS)
+def test_a_changed_plan_changes_only_its_arguments_of_the_launch(
+    cwd: Path, path: str, flags: tuple[str, ...], error: None, change: str,
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    shown = str((cwd / path).relative_to(CONFIGS))
+    changed, allowed = LAUNCH_CHANGES[change]
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags, *changed], monkeypatch,
+                            capsys, tmp_path)  # fmt: skip
+    if code != 0:
+        assert (shown, change) not in LAUNCH_MUST_EDIT, err
+        assert code == 2 and err.count("\n") == 1, err  # refused in one line
+        return
+    original = (cwd / path).read_text()
+    if (shown, change) in LAUNCH_MUST_EDIT:
+        assert out != original, err
+    # every other command, comment and export line as it was; in the launch command only
+    # the arguments of the change
+    before, after = commands(original), commands(out)
+    assert len(before) == len(after)
+    differ = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert len(differ) <= 1, differ
+    assert [ln for ln in original.splitlines() if ln.lstrip().startswith("#")] == [
+        ln for ln in out.splitlines() if ln.lstrip().startswith("#")]  # fmt: skip
+    for i in differ:
+        was, now = arguments(before[i]), arguments(after[i])
+        touched = {k for k in {*was, *now} if was.get(k) != now.get(k)}
+        assert touched <= allowed, (touched, err)
+        assert before[i][:1] == after[i][:1]  # the same command
+    # read back beside the original, from the launch folder: every field the change left
+    # alone as the file said it, every field it changed as the plan, or named as not written
+    edited = (cwd / path).with_name(f".edited-{os.getpid()}-{Path(path).name}")
+    edited.write_text(out)
+    request.addfinalizer(lambda: edited.unlink(missing_ok=True))
+    written = str(edited.relative_to(cwd))
+    wanted = plan_of([*flags, "--from", path, *changed])
+    had, got = plan_of([*flags, "--from", path]), plan_of([*flags, "--from", written])
+    not_written = next((ln for ln in err.splitlines() if "not written" in ln), "")
+    for name in Plan.model_fields:
+        want, have = getattr(wanted, name), getattr(got, name)
+        if want == getattr(had, name):
+            assert have == want, name
+        elif have != want:
+            assert name in not_written, (name, err)
+
+
+#: `accelerate launch` options on a `trl` command line: TRL's CLI hands them to accelerate
+#: (trl 1.16 cli/commands/training.py), they are not the script's
+TRL_LAUNCH_OPTIONS = ("--num_processes", "--config_file", "--accelerate_config")
+
+
+def _script_args(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """The training script of a launch command and its own arguments (None for
+    DeepSpeed-Chat's main.py, whose argparse is not HfArgumentParser's)."""
+    for i, token in enumerate(tokens):
+        if token.endswith(".py"):
+            return None if Path(token).name == "main.py" else (token, tokens[i + 1 :])
+        if i and tokens[i - 1] == "trl":
+            args = tokens[i + 1 :]
+            for option in TRL_LAUNCH_OPTIONS:
+                while option in args:
+                    del args[args.index(option) : args.index(option) + 2]
+            return token, args
+    return None
+
+
+@pytest.mark.parametrize(
+    ("shown", "change"), sorted(c for c in LAUNCH_MUST_EDIT if "deepspeed_chat" not in c[0])
+)
+def test_hfargumentparser_parses_an_edited_launch_line(
+    shown: str, change: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    """The edited line's script arguments through HfArgumentParser with TRL's SFTConfig and
+    ModelConfig (what `trl sft`, TRL's scripts and PEFT's examples/sft/train.py parse), or
+    TrainingArguments for Transformers' examples (run_clm.py): the edit adds no argument
+    they do not know, and the values it wrote parse as the plan's."""
+    pytest.importorskip("trl")
+    from transformers import HfArgumentParser, TrainingArguments
+    from trl import ModelConfig, SFTConfig
+
+    (cwd, path, flags, _) = next(x for x, i in zip(LAUNCHES, LAUNCH_IDS, strict=True) if i == shown)
+    changed = LAUNCH_CHANGES[change][0]
+    code, out, err = run_in(cwd, ["export", "--from", path, *flags, *changed], monkeypatch,
+                            capsys, tmp_path)  # fmt: skip
+    assert code == 0, err
+    wanted = plan_of([*flags, "--from", path, *changed])
+
+    def parse(text: str) -> tuple[Any, list[str]]:
+        ((script, args),) = [found for c in commands(text) if (found := _script_args(c))]
+        if "--deepspeed" in args:  # initialising DeepSpeed needs a process group
+            del args[args.index("--deepspeed") : args.index("--deepspeed") + 2]
+        classes = (TrainingArguments,) if Path(script).name.startswith("run_") else (
+            SFTConfig, ModelConfig)  # fmt: skip
+        config, *_, rest = HfArgumentParser(classes).parse_args_into_dataclasses(
+            args=[*args, "--output_dir", str(tmp_path), "--use_cpu", "True"],
+            return_remaining_strings=True)  # fmt: skip
+        return config, [t for t in rest if t.startswith("--")]
+
+    config, rest = parse(out)
+    assert set(rest) <= set(parse((cwd / path).read_text())[1])
+    line = " ".join(c for cmd in commands(out) for c in cmd)
+    if "--per_device_train_batch_size" in line:
+        assert config.per_device_train_batch_size == wanted.micro_batch
+    if "--gradient_checkpointing" in line:
+        assert bool(config.gradient_checkpointing) == (wanted.checkpointing.value == "full")
+    if "--bf16" in line:
+        assert bool(config.bf16) == wanted.precision.value.startswith("bf16")
+
+
+SCRIPT = """#!/bin/bash
+# fine-tune (the comment stays)
+export NCCL_DEBUG=WARN
+MODEL=meta-llama/Llama-3.1-8B
+torchrun --nproc_per_node=4 train.py \\
+    --model_name_or_path $MODEL \\
+    --per_device_train_batch_size=4 \\
+    --gradient_checkpointing True \\
+    --bf16 True \\
+    --output_dir "out dir" \\
+    2>&1 | tee log.txt
+echo done --per_device_train_batch_size 4
+"""
+
+
+def export_in(folder: Path, *argv: str) -> tuple[int, str, str]:
+    """`memtui export ARGV` as the installed command runs it in `folder` (no GPU here)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HOME": str(folder / "hf")}
+    import subprocess
+    import sys
+
+    from cli_helpers import ROOT
+
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-m", "memtui", "export", *argv], cwd=folder,
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_launch_edit_keeps_the_script_s_own_spelling_and_lines(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2",
+                               "--checkpointing", "none", "--gpus", "2")  # fmt: skip
+    assert code == 0, err
+    assert out == SCRIPT.replace("--nproc_per_node=4", "--nproc_per_node=2").replace(
+        "--per_device_train_batch_size=4", "--per_device_train_batch_size=2").replace(
+        "--gradient_checkpointing True", "--gradient_checkpointing False")  # fmt: skip
+    assert err.startswith("--- train.sh\n+++ (stdout)\n")
+    # a missing argument: at the end of the command's arguments, on a line of its own in the
+    # lines' indentation, before the pipe; the variable and the quoted value as they were
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--grad-accum", "4")
+    assert code == 0, err
+    assert out == SCRIPT.replace('"out dir" \\\n', (
+        '"out dir" \\\n    --gradient_accumulation_steps 4 \\\n'))  # fmt: skip
+    # on one line, an argument added stays on it; the launcher's count goes among its options
+    line = tmp_path / "launch.cmd"
+    line.write_text("accelerate launch train.py --model_name_or_path meta-llama/Llama-3.1-8B "
+                    "--per_device_train_batch_size 4\n")  # fmt: skip
+    code, out, err = export_in(tmp_path, "--from", "launch.cmd", "--grad-accum", "2", "--gpus",
+                               "4")  # fmt: skip
+    assert code == 0, err
+    assert out == ("accelerate launch --num_processes 4 train.py --model_name_or_path "
+                   "meta-llama/Llama-3.1-8B --per_device_train_batch_size 4 "
+                   "--gradient_accumulation_steps 2\n")  # fmt: skip
+    # what no argument of the line says is named, not guessed: Transformers'
+    # TrainingArguments has no sequence length (the script's own arguments do)
+    code, out, err = export_in(tmp_path, "--from", "launch.cmd", "--seq-len", "1024")
+    assert code == 0 and out == line.read_text()
+    assert "not written, no key of this launch script says it: seq_len 1024" in err
+
+
+def test_a_bare_flag_of_its_own_script_goes_with_its_line(tmp_path: Path) -> None:
+    # DeepSpeed-Chat's main.py: `--gradient_checkpointing` is argparse store_true (no value)
+    script = tmp_path / "run.sh"
+    script.write_text("deepspeed --num_gpus 2 main.py \\\n  --model_name_or_path "
+                      "meta-llama/Llama-3.1-8B \\\n  --zero_stage 2 \\\n"
+                      "  --gradient_checkpointing\n")  # fmt: skip
+    code, out, err = export_in(tmp_path, "--from", "run.sh", "--checkpointing", "none")
+    assert code == 0, err
+    assert out == ("deepspeed --num_gpus 2 main.py \\\n  --model_name_or_path "
+                   "meta-llama/Llama-3.1-8B \\\n  --zero_stage 2\n")  # fmt: skip
+    script.write_text(out)  # and back: the flag bare, at the end, in the lines' style
+    code, back, err = export_in(tmp_path, "--from", "run.sh", "--checkpointing", "full")
+    assert code == 0, err
+    assert back == out.replace(
+        "--zero_stage 2\n", "--zero_stage 2 \\\n  --gradient_checkpointing\n")  # fmt: skip
+
+
+def test_a_new_value_is_shell_quoted() -> None:
+    """Whatever a value holds, it is one word of the command: never a second command."""
+    import shlex
+
+    from memtui.plans.launch_edit import LaunchFile, _Command
+
+    text = "torchrun train.py --output_dir out --per_device_train_batch_size 4\n"
+    command = _Command(LaunchFile(Path("run.sh"), "run.sh", text, Path.cwd()), 1, frozenset())
+    command.set("--output_dir", "x; rm -rf ~ $(id) `id`", launcher=False)
+    command.set("--lr_scheduler_type", "a'b", launcher=False)
+    assert shlex.split(command.text) == [
+        "torchrun", "train.py", "--output_dir", "x; rm -rf ~ $(id) `id`",
+        "--per_device_train_batch_size", "4", "--lr_scheduler_type", "a'b"]  # fmt: skip
+
+
+def test_a_change_another_file_holds_is_named_with_the_format_that_edits_it() -> None:
+    shown = "trainer/launch_deepspeed.sh"
+    done = memtui("export", "--from", shown, "--strategy", "zero3", cwd=CONFIGS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (CONFIGS / shown).read_text()
+    assert (f"{shown}: strategy is zero_optimization.stage of deepspeed/zero2_auto.json, not "
+            f"of the command line: `memtui export --from {shown} --format deepspeed` edits it"
+            ) in done.stderr  # fmt: skip
+    done = memtui("export", "--from", shown, "--strategy", "zero3", "--format", "deepspeed",
+                  cwd=CONFIGS)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["zero_optimization"]["stage"] == 3
+    assert done.stderr.startswith("--- deepspeed/zero2_auto.json\n")
+
+
+def test_a_launch_script_is_written_where_asked(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    script.chmod(0o750)
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2", "-o",
+                               "train2.sh")  # fmt: skip
+    assert code == 0, err
+    assert out == f"wrote {tmp_path / 'train2.sh'} (launch script for the trainer stack)\n"
+    assert "--per_device_train_batch_size=2" in (tmp_path / "train2.sh").read_text()
+    assert script.read_text() == SCRIPT
+    code, out, err = export_in(tmp_path, "--from", "train.sh", "--micro-batch", "2", "--in-place")
+    assert code == 0, err
+    assert script.read_text() == (tmp_path / "train2.sh").read_text()
+    assert script.stat().st_mode & 0o777 == 0o750

@@ -34,6 +34,7 @@ from memtui.text import LINE, shown
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
+    from memtui.plans.launch_edit import LaunchOrigin
     from memtui.plans.roundtrip import Origin
 
 
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from memtui.commands.plan import fastest_plan
 
         plan = fastest_plan(args, plan)
-    origin = None if args.fresh else origin_of(args)
+    origin: Origin | LaunchOrigin | None = None if args.fresh else origin_of(args)
+    if origin is None and args.format is None and not args.fresh:
+        origin = launch_origin_of(args)
     if origin is None and args.format is None:
         raise UsageError(
             "give --format "
@@ -86,10 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if origin and target and target.expanduser().resolve() == origin.file.path:
         raise UsageError(f"{shown(args.output)}: is the --from config; give --in-place to edit it")
     if origin is None:
-        fmt, text = args.format, FORMATS[args.format].export(plan)
+        fmt, text = f"{args.format} config", FORMATS[args.format].export(plan)
     else:
         written_to = origin.file.shown if args.in_place else args.output
-        fmt, text = origin.file.fmt.name, edited(origin, plan, written_to)
+        fmt, text = origin.file.written_as, edited(origin, plan, written_to)
     from memtui.plans.files import write_new
 
     if args.in_place:
@@ -101,32 +104,49 @@ def run(args: argparse.Namespace) -> int:
     else:
         inputs = [*(args.from_files or ()), *([args.plan] if args.plan else [])]
         written = write_new(target, text, args.force, inputs)
-    print(f"wrote {shown(written, LINE)} ({fmt} config for the {plan.stack.value} stack)")
+    print(f"wrote {shown(written, LINE)} ({fmt} for the {plan.stack.value} stack)")
     if args.fastest and not args.from_files:
         from memtui.commands.plan import unwritten
 
         missing = unwritten(args, plan, str(written))
         if missing:  # the format has no key for them: the job sets them elsewhere
-            print(f"the {fmt} config does not hold the fastest plan's {', '.join(missing)}: "
+            print(f"the {fmt} does not hold the fastest plan's {', '.join(missing)}: "
                   "set them where the job sets them", file=sys.stderr)  # fmt: skip
     return 0
 
 
-def unwritten(origin: Origin, plan: Plan, text: str) -> list[str]:
+def unwritten(origin: Origin | LaunchOrigin, plan: Plan, text: str) -> list[str]:
     """The plan's fields (`field value`) the edit does not carry: the files, with `text` as
     the edited one, import to another value than `plan` has where `plan` differs from
     what the files said."""
-    from memtui.plans.registry import read_as
-
-    assert origin.files_only is not None
-    with read_as(origin.file.path, text):
-        readback = plan_from_args(origin.files_only)
-    want, had, got = _flat(plan), _flat(origin.plan), _flat(readback)
+    want, had, got = _flat(plan), _flat(origin.plan), _flat(_readback(origin, text))
     return [
         f"{key} {want[key]}"
         for key in want
         if want[key] != had.get(key) and got.get(key) != want[key]
     ]
+
+
+def _readback(origin: Origin | LaunchOrigin, text: str) -> Plan:
+    """The plan the files import to with `text` as the edited one."""
+    from memtui.plans.registry import read_as
+
+    assert origin.files_only is not None
+    with read_as(origin.file.path, text):
+        return plan_from_args(origin.files_only)
+
+
+def _unmoved(origin: LaunchOrigin, plan: Plan, text: str) -> None:
+    """Refuse (one line) an edit of a launch line that reads back with a field the plan did
+    not change read otherwise (a launcher option that also says something else)."""
+    want, had, got = _flat(plan), _flat(origin.plan), _flat(_readback(origin, text))
+    moved = [key for key in want if want[key] == had.get(key) and got.get(key) != want[key]]
+    if moved:
+        raise UsageError(
+            f"{shown(origin.file.shown, LINE)}: cannot edit it to say the plan: it would read "
+            f"{moved[0]} as {shown(str(got.get(moved[0])), 60)}; give --format to write a new "
+            "config instead"
+        )
 
 
 def _flat(plan: Plan) -> dict[str, Any]:
@@ -146,39 +166,64 @@ def _flat(plan: Plan) -> dict[str, Any]:
 
 
 def origin_of(args: argparse.Namespace) -> Origin | None:
-    """The --from config the export edits (of --format, else the first config), with the
-    plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
+    """The --from config the export edits (of --format, else the first config; of --format,
+    also one a --from launch script names), with the plan the files alone import to (over
+    --plan or memtui's defaults, without the flags)."""
     from memtui.plans.roundtrip import Origin, config_file
 
     if not getattr(args, "from_files", None):
         return None
-    file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
+    fmt = getattr(args, "format", None)
+    file = config_file(list(args.from_files), fmt, Path.cwd())
+    if file is None and fmt is not None:  # a config a --from launch script names
+        from memtui.plans.launch_edit import launch_file
+
+        launch = launch_file(list(args.from_files), Path.cwd())
+        if launch is not None:
+            file = config_file(launch.configs(), fmt, Path.cwd())
     if file is None:
         return None
     return Origin(file, plan_from_args(_files_only(args)), _files_only(args))
 
 
-def _files_only(args: argparse.Namespace) -> argparse.Namespace:
-    """Every flag unset but --from and --plan: the plan the files say, as plan_and_import
-    builds it."""
-    return argparse.Namespace(
-        **{**dict.fromkeys(vars(args)), "from_files": args.from_files, "plan": args.plan}
-    )
+def launch_origin_of(args: argparse.Namespace) -> LaunchOrigin | None:
+    """The --from launch script the export edits (the first), with the plan the files alone
+    import to."""
+    from memtui.plans.launch_edit import LaunchOrigin, launch_file
+
+    file = launch_file(list(args.from_files or ()), Path.cwd())
+    if file is None:
+        return None
+    # --model / --params say which model the line's id is (one memtui cannot resolve
+    # offline): the model of both plans, never an edit of the line's model argument
+    files_only = _files_only(args, "model", "params")
+    return LaunchOrigin(file, plan_from_args(files_only), files_only)
 
 
-def edited(origin: Origin, plan: Plan, output: str | None) -> str:
+def _files_only(args: argparse.Namespace, *kept: str) -> argparse.Namespace:
+    """Every flag unset but --from, --plan and `kept`: the plan the files say, as
+    plan_and_import builds it."""
+    keep = {name: getattr(args, name, None) for name in ("from_files", "plan", *kept)}
+    return argparse.Namespace(**{**dict.fromkeys(vars(args)), **keep})
+
+
+def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str:
     """`origin`'s file edited to say `plan`; the change printed on stderr as a diff, and what
     the plan changed that the edited file still does not say."""
-    from memtui.plans.roundtrip import edit
+    from memtui.plans import launch_edit, roundtrip
 
-    change = edit(origin, plan)
+    if isinstance(origin, roundtrip.Origin):
+        change = roundtrip.edit(origin, plan)
+    else:
+        change = launch_edit.edit(origin, plan)
+        _unmoved(origin, plan, change.text)
     name = shown(origin.file.shown, LINE)
     for note in change.notes:
         print(f"{name}: {shown(note, LINE)}", file=sys.stderr)
     missing = unwritten(origin, plan, change.text) if origin.files_only is not None else []
     if missing:
         print(
-            f"{name}: not written, no key of this {origin.file.fmt.title} config says it: "
+            f"{name}: not written, no key of this {origin.file.title} says it: "
             f"{shown(', '.join(missing), LINE)} (set it where the job sets it, e.g. its "
             "training script or another --from config)",
             file=sys.stderr,

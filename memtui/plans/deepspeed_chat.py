@@ -26,6 +26,12 @@ from memtui.plans.facts import Facts, as_int
 #: Arguments only DeepSpeed-Chat's main.py has (the Trainer has none of them)
 _OWN = frozenset({"zero_stage", "lora_dim", "max_seq_len", "only_optimize_lora", "offload",
                   "lora_module_name", "compute_fp32_loss"})  # fmt: skip
+#: main.py's `action='store_true'` arguments (parse_args: --gradient_checkpointing :135,
+#: --offload :145, --only_optimize_lora :167, --compute_fp32_loss, --enable_tensorboard,
+#: --add_eot_token, --print_loss): given bare; a value after one is refused by argparse
+STORE_TRUE = frozenset({"gradient_checkpointing", "offload", "only_optimize_lora",
+                        "compute_fp32_loss", "enable_tensorboard", "add_eot_token",
+                        "print_loss"})  # fmt: skip
 
 
 def detect(args: Mapping[str, Any]) -> bool:

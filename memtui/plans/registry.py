@@ -139,45 +139,15 @@ class _Reader:
 
     def commands(self, text: str, shown: str) -> None:
         """A shell script or a file holding a command line: its training launch."""
-        joined = text.replace("\\\n", " ")
-        shell: dict[str, str] = {}  # the script's own VAR=value lines, as the shell sets them
-        exported: dict[str, str] = {}  # and those it exports to the launch's environment
-        for number, line in enumerate(joined.splitlines(), 1):
-            used: dict[str, str] = {}
-            line = _substitute(line, shell, used)
-            try:
-                tokens = shlex.split(line, comments=True)
-            except ValueError as err:
-                raise ConfigError(f"{shown}: line {number}: {err}") from None
-            env = {}
-            while tokens and "=" in tokens[0] and not tokens[0].startswith(("-", "=")):
-                key, _, value = tokens.pop(0).partition("=")
-                env[key] = value
-            if tokens[:1] == ["export"]:
-                exported.update(t.partition("=")[::2] for t in tokens[1:] if "=" in t)
-                shell.update(exported)
-                continue
-            if not tokens:
-                shell.update(env)
-                continue
-            env = {**exported, **env}
-            launch = recognise(tokens, self.cwd, env)
-            if launch is None and tokens[0].startswith("--"):
-                launch = Launch("python", tuple(tokens), self.cwd, None, (), tuple(tokens))
-            if launch is not None:
-                label = f"{shown}:{number}"
-                if used:
-                    said = Facts(label)
-                    for name, value in used.items():
-                        said.assume(f"${name} is {value!r}, the script's own value (an "
-                                    "argument or the environment may replace it)")  # fmt: skip
-                    self.parts.append(said)
-                self.launch(launch, label, env, None)
-                return
-        raise ConfigError(
-            f"{shown}: no training launch found (torchrun, accelerate launch, deepspeed, "
-            "tune run, axolotl train, llamafactory-cli train, or a script's --arguments)"
-        )
+        number, launch, env, used = launch_command(text, shown, self.cwd)
+        label = f"{shown}:{number}"
+        if used:
+            said = Facts(label)
+            for name, value in used.items():
+                said.assume(f"${name} is {value!r}, the script's own value (an "
+                            "argument or the environment may replace it)")  # fmt: skip
+            self.parts.append(said)
+        self.launch(launch, label, env, None)
 
     def launch(
         self,
@@ -295,6 +265,48 @@ class _Reader:
         self.file(path, shown, ref.kind, launch.overrides, flags)
 
 
+def launch_command(
+    text: str, shown: str, cwd: Path
+) -> tuple[int, Launch, dict[str, str], dict[str, str]]:
+    """A shell script's (or command-line file's) training launch: (its logical line, 1-based,
+    continuations joined; the launch; its environment; the script's variables it used)."""
+    joined = text.replace("\\\n", " ")
+    shell: dict[str, str] = {}  # the script's own VAR=value lines, as the shell sets them
+    exported: dict[str, str] = {}  # and those it exports to the launch's environment
+    for number, line in enumerate(joined.splitlines(), 1):
+        used: dict[str, str] = {}
+        line = _substitute(line, shell, used)
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as err:
+            raise ConfigError(f"{shown}: line {number}: {err}") from None
+        # the command ends at a pipe, a list or a redirection (`&> $OUTPUT/training.log`):
+        # none of that is an argument
+        cut = next((i for i, t in enumerate(tokens) if _OPERATOR.fullmatch(t)), len(tokens))
+        tokens = tokens[:cut]
+        env = {}
+        while tokens and "=" in tokens[0] and not tokens[0].startswith(("-", "=")):
+            key, _, value = tokens.pop(0).partition("=")
+            env[key] = value
+        if tokens[:1] == ["export"]:
+            exported.update(t.partition("=")[::2] for t in tokens[1:] if "=" in t)
+            shell.update(exported)
+            continue
+        if not tokens:
+            shell.update(env)
+            continue
+        env = {**exported, **env}
+        launch = recognise(tokens, cwd, env)
+        if launch is None and tokens[0].startswith("--"):
+            launch = Launch("python", tuple(tokens), cwd, None, (), tuple(tokens))
+        if launch is not None:
+            return number, launch, env, used
+    raise ConfigError(
+        f"{shown}: no training launch found (torchrun, accelerate launch, deepspeed, "
+        "tune run, axolotl train, llamafactory-cli train, or a script's --arguments)"
+    )
+
+
 def _substitute(line: str, shell: Mapping[str, str], used: dict[str, str]) -> str:
     """`$NAME` and `${NAME}` of the script's own variables replaced by their values."""
 
@@ -308,6 +320,8 @@ def _substitute(line: str, shell: Mapping[str, str], used: dict[str, str]) -> st
     return _VARIABLE.sub(value, line)
 
 
+#: A word of shell operators alone (`|`, `&>`, `2>&1`, `;`): a quoted `'<|im_end|>'` is not
+_OPERATOR = re.compile(r"[0-9]*[<>|;&()]+(?:[0-9]+|-)?")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 

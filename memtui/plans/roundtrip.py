@@ -79,6 +79,16 @@ class ConfigFile:
     def is_json(self) -> bool:
         return is_json(self.path, self.text)
 
+    @property
+    def written_as(self) -> str:
+        """What `memtui export` says it wrote ("deepspeed config")."""
+        return f"{self.fmt.name} config"
+
+    @property
+    def title(self) -> str:
+        """How messages name this file's kind ("DeepSpeed JSON config")."""
+        return f"{self.fmt.title} config"
+
     def data(self, text: str | None = None) -> dict[str, Any]:
         """The file's (or an edit's) plain data, parsed as the import parses it."""
         return _parsed(self.path, self.text if text is None else text, self.shown)

@@ -149,8 +149,10 @@ def read_trl(
             facts.default("amp", "no", where("bf16"))
         else:  # bf16 = not fp16 when bf16 is not given
             facts.state("amp", "bf16", f"bf16 ({_SOURCE} default: not fp16, base_config.py:108)")
-    facts.default("checkpointing", Checkpointing.full,
-                  f"gradient_checkpointing ({_SOURCE} default, base_config.py:62)")  # fmt: skip
+    if not {"gradient_checkpointing", "activation_checkpointing"} & set(args):
+        # given, read_args reads it (`--gradient_checkpointing False` turns it off)
+        facts.default("checkpointing", Checkpointing.full,
+                      f"gradient_checkpointing ({_SOURCE} default, base_config.py:62)")  # fmt: skip
     if trainer.max_length is not None:
         facts.default("seq_len", trainer.max_length,
                       f"max_length ({_SOURCE} {trainer.config} default)")  # fmt: skip
