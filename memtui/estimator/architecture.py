@@ -56,9 +56,6 @@ class Role(Enum):
     linear_b = "linear_b"
     linear_a = "linear_a"
     linear_out = "linear_out"
-    conv = "conv"
-    """The linear-attention layer's depthwise conv1d weight (no linear layer: saved tensors
-    name it for its input)."""
 
 
 # Roles of linear layers (`Role` values), mapped to each family's module names (PEFT matches
