@@ -51,6 +51,7 @@ from enum import Enum
 
 from memtui.estimator.architecture import (
     ATTENTION_ROLES,
+    DELTA_RULE_CHUNK,
     LINEAR_ATTENTION_ROLES,
     Architecture,
     Role,
@@ -358,10 +359,6 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
     return saved
 
 
-DELTA_RULE_CHUNK = 64
-"""Tokens per chunk of transformers' torch_chunk_gated_delta_rule (chunk_size=64)."""
-
-
 def _linear_attention(arch: Architecture) -> list[Saved]:
     """What a Gated DeltaNet (Qwen3NextGatedDeltaNet, Qwen3_5GatedDeltaNet; transformers
     5.24) keeps after its norm, op by op, on the path a run without flash-linear-attention
@@ -563,8 +560,10 @@ def _layer_parts(
     """One layer's saved tensors under `checkpointing` (none or selective); `linear`: a
     Gated DeltaNet layer (selective checkpointing recomputes no part of it)."""
     h = arch.hidden_size
+    core: list[Saved] = []
+    after: list[Saved] = []
     if linear:
-        upto, core, after = _linear_attention(arch), [], []
+        upto = _linear_attention(arch)
     else:
         selective = checkpointing is Checkpointing.selective
         upto, core, after = _attention_parts(arch, setup, selective)

@@ -96,6 +96,9 @@ LLAMA_NAMES: dict[str, str] = {
     "linear_a": "in_proj_a",
     "linear_out": "out_proj",
 }
+DELTA_RULE_CHUNK = 64
+"""Tokens per chunk of the gated delta rule: torch_chunk_gated_delta_rule's chunk_size=64
+(modeling_qwen3_next.py, transformers 5.24), fla's chunk_gated_delta_rule's 64 alike."""
 LINEAR_ATTENTION_ROLES = frozenset(
     {
         Role.linear_qkvz,
@@ -535,6 +538,17 @@ class Architecture(BaseModel):
         """Channels of the conv1d over the concatenated q, k, v (Qwen3NextGatedDeltaNet
         conv_dim = key_dim * 2 + value_dim)."""
         return 2 * self.linear_key_width + self.linear_value_width
+
+    @property
+    def delta_rule_flops(self) -> int:
+        """Forward FLOPs per token of one Gated DeltaNet's chunked delta rule beyond its
+        projections (torch_chunk_gated_delta_rule), linear in the sequence: per chunk of C
+        tokens and value head, k_beta k^T and q k^T (2 C^2 dk each), the two triangular
+        solves (C^2 dv, C^2 dk), the intra-chunk attention times v_new (2 C^2 dv) and three
+        products with the dk x dv state (reading it twice, updating it: 6 C dk dv); per
+        token Hv (C (5 dk + 3 dv) + 6 dk dv)."""
+        c, dk, dv = DELTA_RULE_CHUNK, self.linear_key_head_dim, self.linear_value_head_dim
+        return self.linear_value_heads * (c * (5 * dk + 3 * dv) + 6 * dk * dv)
 
     @property
     def moe_layer_count(self) -> int:
