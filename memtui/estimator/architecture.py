@@ -417,6 +417,10 @@ class Architecture(BaseModel):
     quantized: StoredQuantization | None = None
     """The checkpoint's storage when it is pre-quantized (GPTQ, AWQ, bitsandbytes, fp8);
     None for 16-bit weights."""
+    peft_expert_conversion: bool = False
+    """PEFT maps the transformers-4 module names of this family's MoE layers onto its
+    stacked expert parameters (transformers 5.24 conversion_mapping.py
+    _MODEL_TO_CONVERSION_PATTERN names "qwen2_moe" for it; `_peft_expert_targets`)."""
     linear_attention_layers: int = Field(0, ge=0)
     """Layers whose token mixer is a Gated DeltaNet (linear attention) instead of attention:
     Qwen3-Next and Qwen3.5 (config `layer_types`, default three of every
@@ -830,6 +834,7 @@ class Architecture(BaseModel):
             and not (self.parameter_experts and (lin.group == "expert" or lin.role is Role.router))
         ]
         named = [*layers, *self.vocabulary_modules]
+        converted = self._peft_expert_targets()
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
@@ -839,15 +844,47 @@ class Architecture(BaseModel):
                 mixers = ATTENTION_ROLES | LINEAR_ATTENTION_ROLES
                 matched = [lin for lin in layers if lin.role in mixers]
             else:
-                matched = [lin for lin in named if lin.name == target]
+                matched = [lin for lin in named if lin.name == target] or converted.get(target, [])
                 if not matched:
-                    names = sorted({lin.name for lin in named})
+                    names = sorted({lin.name for lin in named} | set(converted))
                     raise PlanError(
                         f"LoRA target {target!r} matches no module of this model; "
                         f"use attention, all-linear or some of: {', '.join(names)}"
                     )
             chosen += [lin for lin in matched if lin not in chosen]
+        if converted:
+            # PEFT moves these names from the modules to the stacked expert parameters;
+            # 'all-linear' resolves to every one of them, the router's gate.weight included
+            hits = [
+                name
+                for name in converted
+                if "all-linear" in targets or any(lin.name == name for lin in chosen)
+            ]
+            chosen = [lin for lin in chosen if lin.name not in converted]
+            for name in hits:
+                chosen += [lin for lin in converted[name] if lin not in chosen]
         return tuple(chosen)
+
+    def _peft_expert_targets(self) -> dict[str, list[LinearLayer]]:
+        """For a family PEFT converts (`peft_expert_conversion`): each transformers-4 module
+        name and the stacked parameters it adapts instead. peft 0.21
+        utils/transformers_weight_conversion.py _convert_peft_config_moe, mapping "qwen2_moe":
+        gate -> the router's gate.weight (r x h, E x r); gate_proj and up_proj ->
+        experts.gate_up_proj, whose rank _MOE_FUSED_TARGETS doubles (2r E h and 2f x 2r E:
+        two adapters of h -> 2f here), down_proj -> experts.down_proj (r E f and h x r E).
+        Never the shared expert's or a dense layer's modules of those names (measured with
+        PEFT on a tiny Qwen3-Next)."""
+        if not (self.peft_expert_conversion and self.moe_layer_count):
+            return {}
+        h, f, moe = self.hidden_size, self.expert_width, self.moe_layer_count
+        copies = moe * self.num_experts
+        router = self._linear(Role.router, h, self.num_experts, self.router_bias, moe, "router")
+        gate_up = [
+            self._linear(Role.expert_gate, h, 2 * f, False, copies, "expert"),
+            self._linear(Role.expert_up, h, 2 * f, False, copies, "expert"),
+        ]
+        down = [self._linear(Role.expert_down, f, h, False, copies, "expert")]
+        return {"gate": [router], "gate_proj": gate_up, "up_proj": gate_up, "down_proj": down}
 
     def tower_lora_layers(self, targets: tuple[str, ...]) -> tuple[TowerLinear, ...]:
         """The vision tower's linears PEFT adapts too: its suffix match reaches a tower module

@@ -620,7 +620,11 @@ def _qwen3_next(r: _Reader) -> dict[str, Any]:
             return 0
         return _qwen_sparse_layers(sub, layers)
 
-    return _gated_delta_net(sub, fused=True, sparse=sparse)
+    arch = _gated_delta_net(sub, fused=True, sparse=sparse)
+    # conversion_mapping.py _MODEL_TO_CONVERSION_PATTERN: "qwen3_next" -> "qwen2_moe", which
+    # PEFT's MoE conversion knows; qwen3_5_moe_text -> qwen3_5_text, which it does not
+    arch["peft_expert_conversion"] = bool(arch.get("num_experts"))
+    return arch
 
 
 QWEN3_NEXT_MOE_DEFAULTS = {
