@@ -430,9 +430,8 @@ def test_current_architectures_resolve_from_the_hub(hub: Hub) -> None:
     qwen = resolve_model("Qwen/Qwen3-4B-Instruct-2507", fetch_config)
     assert (qwen.origin, qwen.spec.parameters) == ("hub", QWEN3_4B.published_parameters)
     # Qwen3.5's hybrid linear attention, sized as transformers builds its text decoder
-    from transformers import AutoModelForCausalLM, Qwen3_5Config
-
     from hybrid_configs import QWEN3_5_27B
+    from transformers import AutoModelForCausalLM, Qwen3_5Config
 
     hub.configs["Qwen/Qwen3.5-27B"] = json.dumps(QWEN3_5_27B).encode()
     with torch.device("meta"):

@@ -201,3 +201,30 @@ def test_step_time_has_no_quadratic_term_for_linear_layers() -> None:
     grow_hybrid = attention_flops(hybrid, 8192) - 2 * attention_flops(hybrid, 4096)
     grow_full = attention_flops(full, 8192) - 2 * attention_flops(full, 4096)
     assert grow_hybrid == pytest.approx(grow_full / 4, rel=1e-6)
+
+
+# (a real CPU step each, 256 tokens: four chunks of the delta rule)
+MEASURED = [
+    ("next", TINY_NEXT, {"seq_len": 128}),
+    ("next-lora-experts", TINY_NEXT, {"method": "lora", "lora_rank": 8, "seq_len": 128}),
+    ("3.5-lora", TINY_35, {"method": "lora", "lora_rank": 8, "seq_len": 128}),
+    ("3.5-full-ckpt", TINY_35, {"checkpointing": "full", "seq_len": 128}),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "fields"), [m[1:] for m in MEASURED], ids=[m[0] for m in MEASURED]
+)
+def test_activations_match_a_real_step(config: dict, fields: dict) -> None:
+    # transformers' torch path of the gated delta rule and the conv (no flash-linear-attention
+    # or causal-conv1d installed): the path the estimate sizes
+    pytest.importorskip("peft")
+    from memtui.measure import measure
+    from memtui.measure.grid import plan_for
+
+    result = measure("test", plan_for(config, fields), fake=False, config=config)
+    rows = {row.key: row for row in result.rows}
+    for key in ("weights", "gradients", "optimizer_states"):
+        assert rows[key].predicted == rows[key].measured, (key, rows[key])
+    for key in ("activations", "peak"):
+        assert abs(rows[key].error) <= 0.03, (key, rows[key])

@@ -936,6 +936,16 @@ def _moments(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -
         layers_kept = min(layers, 2) * max(per_kind.values())
     else:
         layers_kept = sum(count * per_kind[linear] for linear, count in mix)
+    if arch.peft_expert_conversion and (roles or frozenset()) & {
+        Role.expert_gate,
+        Role.expert_down,
+    }:
+        # LoRA on the stacked experts: PEFT's ParamWrapper parametrizes each one as W + B A
+        # per expert (peft 0.21 tuners/lora/layer.py ParamWrapper._activate_lora), a
+        # parameter-sized tensor each expert's F.linear keeps in the compute dtype (measured
+        # with memtui measure on a tiny Qwen3-Next: the same bytes at 256, 512, 1024 tokens)
+        experts = 3 * arch.num_experts * arch.expert_width * arch.hidden_size
+        layers_kept += arch.moe_layer_count * experts * setup.compute_bytes
     if roles is not None and not full and arch.leading_norm and Role.embed not in roles:
         # The embedding is frozen: the first layer's first norm sees no gradient.
         layers_kept -= size(_norm(arch, setup, "first norm", arch.hidden_size))
