@@ -228,3 +228,13 @@ def test_activations_match_a_real_step(config: dict, fields: dict) -> None:
         assert rows[key].predicted == rows[key].measured, (key, rows[key])
     for key in ("activations", "peak"):
         assert abs(rows[key].error) <= 0.03, (key, rows[key])
+
+
+def test_the_delta_rule_path_sized_is_an_assumption() -> None:
+    from memtui.estimator import Plan, estimate
+    from memtui.estimator.plan import ModelSpec
+
+    arch = architecture_from_config(QWEN3_5_27B)
+    report = estimate(Plan(model=ModelSpec.from_architecture("Qwen/Qwen3.5-27B", arch)))
+    (line,) = [a for a in report.assumptions if "Gated DeltaNet" in a]
+    assert "48 Gated DeltaNet layers" in line and "flash-linear-attention" in line
