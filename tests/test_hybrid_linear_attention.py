@@ -56,6 +56,16 @@ def test_qwen3_next_80b_counts_as_transformers_builds_it_and_as_its_checkpoint_s
         + h * 8192 + 2 * h * 512 + 4096 * h + 2 * 256  # q (gated), k, v, o, q/k norms
     )  # fmt: skip
     assert arch.parameter_count + mtp == QWEN3_NEXT_80B_STORED
+    # the catalog entry: the real config's keys, the same count, the mtp layer named
+    from memtui.estimator.catalog import CATALOG
+
+    entry = CATALOG["Qwen/Qwen3-Next-80B-A3B-Instruct"]
+    assert all(QWEN3_NEXT_80B_A3B_INSTRUCT[k] == v for k, v in entry.config.items())
+    assert entry.architecture == arch and entry.published_parameters == arch.parameter_count
+    assert entry.published_total == QWEN3_NEXT_80B_STORED
+    assert dict(entry.beyond_parameters) == {
+        "mtp.* multi-token-prediction layer, stored but skipped on load": mtp
+    }
     # the model card: "80B total parameters, only 3B active" (transformers
     # docs/source/en/model_doc/qwen3_next.md)
     assert 79.5e9 < arch.parameter_count < 80.5e9
