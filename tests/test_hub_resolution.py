@@ -429,7 +429,17 @@ def test_current_architectures_resolve_from_the_hub(hub: Hub) -> None:
     assert resolve_model(mistral, fetch_config).spec.architecture.hidden_size == 5120
     qwen = resolve_model("Qwen/Qwen3-4B-Instruct-2507", fetch_config)
     assert (qwen.origin, qwen.spec.parameters) == ("hub", QWEN3_4B.published_parameters)
+    # Qwen3.5's hybrid linear attention, sized as transformers builds its text decoder
+    from hybrid_configs import QWEN3_5_27B
+    from transformers import AutoModelForCausalLM, Qwen3_5Config
+
+    hub.configs["Qwen/Qwen3.5-27B"] = json.dumps(QWEN3_5_27B).encode()
+    with torch.device("meta"):
+        config = Qwen3_5Config(**{k: v for k, v in QWEN3_5_27B.items() if k != "model_type"})
+        text = AutoModelForCausalLM.from_config(config)
+    qwen35 = resolve_model("Qwen/Qwen3.5-27B", fetch_config)
+    assert qwen35.spec.parameters == sum(p.numel() for p in text.parameters())
     # a family memtui has no reader for is one line naming it, never a guess
-    hub.configs["Qwen/Qwen3.5-27B"] = json.dumps({"model_type": "qwen3_5"}).encode()
-    with pytest.raises(ModelConfigError, match="'qwen3_5', which memtui cannot read"):
-        resolve_model("Qwen/Qwen3.5-27B", fetch_config)
+    hub.configs["state-spaces/mamba-2.8b-hf"] = json.dumps({"model_type": "mamba"}).encode()
+    with pytest.raises(ModelConfigError, match="'mamba', which memtui cannot read"):
+        resolve_model("state-spaces/mamba-2.8b-hf", fetch_config)

@@ -49,7 +49,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from memtui.estimator.architecture import Architecture, Role
+from memtui.estimator.architecture import (
+    ATTENTION_ROLES,
+    DELTA_RULE_CHUNK,
+    LINEAR_ATTENTION_ROLES,
+    Architecture,
+    Role,
+)
 from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
 from memtui.estimator.units import ceil_div
@@ -371,6 +377,86 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
     return saved
 
 
+def _linear_attention(arch: Architecture) -> list[Saved]:
+    """What a Gated DeltaNet (Qwen3NextGatedDeltaNet, Qwen3_5GatedDeltaNet; transformers
+    5.24) keeps after its norm, op by op, on the path a run without flash-linear-attention
+    takes: transformers picks fla's chunk_gated_delta_rule and causal-conv1d's kernels when
+    they import (integrations/hub_kernels.py use_kernel_func_from_hub_with_fallback) and its
+    torch reference code otherwise, always on CPU. The torch path keeps more (fla's autograd
+    function keeps q, k, v, the gates and the chunks' UT matrices and recomputes the rest),
+    so the estimate is the larger of the two. Per token, with Hv value heads of dk (key) and
+    dv (value) width, C = 64 tokens a chunk; the rule works on the sequence padded to C."""
+    h, conv = arch.hidden_size, arch.linear_conv_width
+    hv, dk, dv = arch.linear_value_heads, arch.linear_key_head_dim, arch.linear_value_head_dim
+    c = DELTA_RULE_CHUNK
+    fp32 = Dtype.fp32
+    projections = _w(Role.linear_qkvz, Role.linear_ba, Role.linear_qkv, Role.linear_z,
+                     Role.linear_b, Role.linear_a)  # fmt: skip
+    return [
+        Saved("linear-attention input (norm output)", per_token=h, for_weights=projections),
+        # causal_conv1d_fn: F.conv1d keeps its input (q, k, v side by side) even with its
+        # weight frozen (convolution_backward computes every gradient in one call, so autograd
+        # saves both operands; measured under LoRA); SiLU keeps the conv output
+        Saved("conv1d input (q, k, v)", per_token=conv),
+        Saved("conv1d output (SiLU input)", per_token=conv),
+        # beta = sigmoid(b) keeps its output; g = -exp(A_log) * softplus(a.float() + dt_bias)
+        Saved("beta (sigmoid output)", per_token=hv),
+        Saved("decay: softplus input and output", per_token=2 * hv, dtype=fp32),
+        # torch_chunk_gated_delta_rule: q and k repeated to the value heads and cast to fp32,
+        # l2norm keeps them and 1/norm; v_beta, k_beta keep v, k (normalized, padded) and beta;
+        # the matmuls keep q, k, k_beta and their chunk-local products (k_beta k^T, q k^T:
+        # C per token each), the masked pairwise decays' exp, the decayed UT system and the
+        # intra-chunk attention (C each); solve_triangular keeps its outputs (u and w); the
+        # decays applied to q and k once (three exps of the cumulative decay)
+        Saved("q, k in fp32 (l2norm inputs)", per_token=2 * hv * dk, dtype=fp32),
+        Saved("q, k 1/norm", per_token=2 * hv, dtype=fp32),
+        Saved("q, k normalized, v, beta (padded)", per_token=hv * (2 * dk + dv + 1), dtype=fp32),
+        Saved("k_beta", per_token=hv * dk, dtype=fp32),
+        Saved(
+            "chunk products, pairwise decays, UT system, intra-chunk attention",
+            per_token=5 * hv * c,
+            dtype=fp32,
+        ),
+        Saved("cumulative decay exps", per_token=3 * hv, dtype=fp32),
+        Saved("u and w (triangular solves' outputs)", per_token=hv * (dv + dk), dtype=fp32),
+        Saved("decayed q and k", per_token=2 * hv * dk, dtype=fp32),
+        # the scan over chunks keeps each chunk's corrected values and the recurrent state it
+        # read (Hv dk dv per chunk)
+        Saved("v_new per chunk", per_token=hv * dv, dtype=fp32),
+        Saved("recurrent state per chunk", per_token=ceil_div(hv * dk * dv, c), dtype=fp32),
+        # Qwen3NextRMSNormGated: norm before gate, in fp32 (the input upcast and 1/rms), the
+        # weight times the normalized tensor cast back (kept for the weight and by the gate's
+        # product), the gate z upcast (SiLU's input) and SiLU's output
+        Saved("gated norm input upcast to fp32", per_token=hv * dv, dtype=fp32),
+        Saved("gated norm 1/rms", per_token=hv, dtype=fp32),
+        Saved("gated norm normalized", per_token=hv * dv, for_weights=_w(Role.norm)),
+        Saved("gated norm weighted output", per_token=hv * dv),
+        Saved("gate z in fp32 (SiLU input) and SiLU output", per_token=2 * hv * dv, dtype=fp32),
+        Saved("out_proj input", per_token=hv * dv, for_weights=_w(Role.linear_out)),
+    ]
+
+
+def _linear_attention_backward(arch: Architecture) -> list[Saved]:
+    """Gradient buffers alive at a Gated DeltaNet's backward beyond its saved tensors: the
+    incoming gradient, and the fp32 gradients of the rule's q, k, v (the widest it makes)."""
+    hv, dk, dv = arch.linear_value_heads, arch.linear_key_head_dim, arch.linear_value_head_dim
+    return [
+        Saved(
+            "gradient of the linear-attention output",
+            per_token=arch.hidden_size,
+            dtype=Dtype.residual,
+        ),
+        Saved("q, k, v gradients in fp32", per_token=hv * (2 * dk + dv), dtype=Dtype.fp32),
+    ]
+
+
+def layer_mix(arch: Architecture) -> tuple[tuple[bool, int], ...]:
+    """The model's kinds of layer, (linear attention?, how many), those present: one kind
+    but for a hybrid stack of Gated DeltaNet and attention layers."""
+    kinds = ((False, arch.full_attention_layers), (True, arch.linear_attention_layers))
+    return tuple((linear, count) for linear, count in kinds if count)
+
+
 def _attention_parts(
     arch: Architecture, setup: Setup, selective: bool
 ) -> tuple[list[Saved], list[Saved], list[Saved]]:
@@ -451,6 +537,18 @@ def _attention_parts(
             after.append(
                 Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w(Role.o))
             )
+    if arch.attention_output_gate:
+        # Qwen3NextAttention: o_proj reads attn_output * sigmoid(gate); the product keeps the
+        # attention output whatever o_proj needs, and the sigmoid's output
+        after = [replace(item, for_weights=item.for_weights - {Role.o}) for item in after]
+        after += [
+            Saved("output gate (sigmoid output)", per_token=arch.q_width),
+            Saved(
+                "gated attention output (o_proj input)",
+                per_token=arch.q_width,
+                for_weights=_w(Role.o),
+            ),
+        ]
     if arch.residual_dropout and arch.attention_output_dropout:
         after.append(Saved("attention residual dropout mask", per_token=h, dtype=Dtype.mask))
     return upto, core, after
@@ -475,10 +573,19 @@ class _Layer:
 
 
 @memoised
-def _layer_parts(arch: Architecture, setup: Setup, checkpointing: Checkpointing) -> _Layer:
-    """One layer's saved tensors under `checkpointing` (none or selective)."""
+def _layer_parts(
+    arch: Architecture, setup: Setup, checkpointing: Checkpointing, linear: bool = False
+) -> _Layer:
+    """One layer's saved tensors under `checkpointing` (none or selective); `linear`: a
+    Gated DeltaNet layer (selective checkpointing recomputes no part of it)."""
     h = arch.hidden_size
-    upto, core, after = _attention_parts(arch, setup, checkpointing is Checkpointing.selective)
+    core: list[Saved] = []
+    after: list[Saved] = []
+    if linear:
+        upto = _linear_attention(arch)
+    else:
+        selective = checkpointing is Checkpointing.selective
+        upto, core, after = _attention_parts(arch, setup, selective)
     pre = arch.norm_position == "pre"
     # Norms on the attention and MLP outputs: Gemma 2 and 3's two beyond the pre-norms,
     # OLMo 2's two post-norms (their inputs are o_proj's and down_proj's outputs).
@@ -503,16 +610,19 @@ def _layer_parts(arch: Architecture, setup: Setup, checkpointing: Checkpointing)
 
 @memoised  # pure in its arguments; called for every plan the levers and search try
 def layer_saved(
-    arch: Architecture, setup: Setup, checkpointing: Checkpointing | None = None
+    arch: Architecture,
+    setup: Setup,
+    checkpointing: Checkpointing | None = None,
+    linear: bool = False,
 ) -> tuple[Saved, ...]:
     """What one decoder layer keeps for backward through the forward pass (under `setup`'s
-    checkpointing unless another is given)."""
+    checkpointing unless another is given); `linear`: a Gated DeltaNet layer."""
     checkpointing = setup.checkpointing if checkpointing is None else checkpointing
     if checkpointing is Checkpointing.full:
         # Non-reentrant torch.utils.checkpoint keeps the layer's inputs (the hidden states;
         # the rotary cos/sin are shared by all layers and counted once in the tail).
         return (Saved("layer input", per_token=arch.hidden_size, dtype=Dtype.residual),)
-    return _layer_parts(arch, setup, checkpointing).saved
+    return _layer_parts(arch, setup, checkpointing, linear).saved
 
 
 def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
@@ -556,7 +666,9 @@ def _weight_gradient_elements(arch: Architecture) -> int:
     return arch.num_experts * 2 * arch.expert_width * arch.hidden_size
 
 
-def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> int:
+def _layer_backward_peak(
+    arch: Architecture, setup: Setup, b: int, s: int, linear: bool = False
+) -> int:
     """The most one layer holds during its backward, its own saved tensors included: the
     larger of its two worst moments, the MLP's backward and the attention core's. Under full
     checkpointing the layer is rebuilt first, beside its checkpointed input; under selective
@@ -568,8 +680,9 @@ def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> in
 
     full = setup.checkpointing is Checkpointing.full
     # the layer as its backward sees it: rebuilt whole under full checkpointing
-    layer = _layer_parts(arch, setup, Checkpointing.none if full else setup.checkpointing)
-    checkpoint = size(layer_saved(arch, setup)) if full else 0
+    mode = Checkpointing.none if full else setup.checkpointing
+    layer = _layer_parts(arch, setup, mode, linear)
+    checkpoint = size(layer_saved(arch, setup, linear=linear)) if full else 0
     if (
         full
         and arch.norms_per_layer
@@ -580,7 +693,7 @@ def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> in
         # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
         # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
         checkpoint = 0
-    adapters = _adapter_bytes(arch, setup, s, b)
+    adapters = _adapter_bytes(arch, setup, s, b, linear)
 
     # At the MLP's backward: every tensor the layer saved, its adapters', the MLP's gradients.
     at_mlp = checkpoint + size(layer.saved) + adapters + size(_mlp_backward(arch))
@@ -597,6 +710,12 @@ def _layer_backward_peak(arch: Architecture, setup: Setup, b: int, s: int) -> in
     # checkpointing), the adapters' tensors and the attention's gradients. The eager core's
     # tensors kept by the ops after the softmax are freed before the softmax's backward, its
     # worst moment.
+    if linear:
+        # A Gated DeltaNet's backward: everything it saved, its gradient buffers
+        at_mixer = (
+            checkpoint + size(layer.before_core) + adapters + size(_linear_attention_backward(arch))
+        )
+        return max(at_mlp, at_mixer)
     up_to_softmax, _ = _attention_core(arch, setup.attention, setup.fused_qkv)
     at_attention = (
         checkpoint
@@ -677,10 +796,14 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
     return total
 
 
-def _adapters(arch: Architecture, setup: Setup) -> int:
-    """Adapted linear modules per layer (each lora_B keeps lora_A's r-wide output)."""
+def _adapters(arch: Architecture, setup: Setup, linear: bool = False) -> int:
+    """Adapted linear modules per layer (each lora_B keeps lora_A's r-wide output), of a
+    Gated DeltaNet layer when `linear` (the other kind's token mixer left out)."""
     roles = setup.trainable_roles or frozenset()
-    return sum(1 for lin in arch.linear_layers if lin.role in roles and lin.count)
+    other = LINEAR_ATTENTION_ROLES if not linear else ATTENTION_ROLES
+    if not arch.linear_attention_layers:
+        other = frozenset()
+    return sum(1 for lin in arch.linear_layers if lin.role in roles - other and lin.count)
 
 
 @memoised
@@ -693,7 +816,11 @@ def _own_input_copies(arch: Architecture, setup: Setup) -> int:
     if roles is None or not (setup.adapter_input_bytes or setup.adapter_dropout):
         return 0
     named = frozenset[Role]().union(
-        *(item.for_weights for item in layer_saved(arch, setup, Checkpointing.none))
+        *(
+            item.for_weights
+            for linear, _ in layer_mix(arch)
+            for item in layer_saved(arch, setup, Checkpointing.none, linear)
+        )
     )
     width = (setup.adapter_input_bytes or setup.compute_bytes) + int(setup.adapter_dropout)
     elements = sum(
@@ -704,13 +831,13 @@ def _own_input_copies(arch: Architecture, setup: Setup) -> int:
     return width * elements // max(1, arch.num_layers)
 
 
-def _adapter_bytes(arch: Architecture, setup: Setup, s: int, b: int) -> int:
+def _adapter_bytes(arch: Architecture, setup: Setup, s: int, b: int, linear: bool = False) -> int:
     """What one layer's LoRA adapters keep beyond the layer's saved tensors: PEFT's lora_B
     keeps lora_A's output (r per token) for every adapted linear, and lora_A the input copies
     no saved tensor names (`_own_input_copies`)."""
     if setup.trainable_roles is None:
         return 0
-    outputs = _adapters(arch, setup) * setup.lora_rank * setup.adapter_output_bytes
+    outputs = _adapters(arch, setup, linear) * setup.lora_rank * setup.adapter_output_bytes
     return (outputs + _own_input_copies(arch, setup)) * s * b
 
 
@@ -851,17 +978,30 @@ def _moments(
         return _bytes(items, s, b, setup)
 
     # What each layer keeps from its forward to its backward: its saved tensors and its
-    # adapters' (rebuilt with the layer under full checkpointing).
-    per_layer = size(layer_saved(arch, setup))
-    if not full:
-        per_layer += _adapter_bytes(arch, setup, s, b)
-    stored = layers
+    # adapters' (rebuilt with the layer under full checkpointing), per kind of layer.
+    mix = layer_mix(arch)
+    per_kind = {
+        linear: size(layer_saved(arch, setup, linear=linear))
+        + (0 if full else _adapter_bytes(arch, setup, s, b, linear))
+        for linear, _ in mix
+    }
     if setup.offload_layer_inputs and full:
         # the checkpointed inputs move to CPU as the forward goes; the layer being computed
         # and the next one's prefetch stay on the GPU (torchtune OffloadActivations, its
         # streams overlapping one copy each way)
-        stored = min(layers, 2)
-    layers_kept = stored * per_layer
+        layers_kept = min(layers, 2) * max(per_kind.values())
+    else:
+        layers_kept = sum(count * per_kind[linear] for linear, count in mix)
+    if arch.peft_expert_conversion and (roles or frozenset()) & {
+        Role.expert_gate,
+        Role.expert_down,
+    }:
+        # LoRA on the stacked experts: PEFT's ParamWrapper parametrizes each one as W + B A
+        # per expert (peft 0.21 tuners/lora/layer.py ParamWrapper._activate_lora), a
+        # parameter-sized tensor each expert's F.linear keeps in the compute dtype (measured
+        # with memtui measure on a tiny Qwen3-Next: the same bytes at 256, 512, 1024 tokens)
+        experts = 3 * arch.num_experts * arch.expert_width * arch.hidden_size
+        layers_kept += arch.moe_layer_count * experts * setup.compute_bytes
     if roles is not None and not full and arch.leading_norm and Role.embed not in roles:
         # The embedding is frozen: the first layer's first norm sees no gradient.
         layers_kept -= size(_norm(arch, setup, "first norm", arch.hidden_size))
@@ -880,7 +1020,11 @@ def _moments(
 
     at_loss = layers_kept + tail + freed
     # the last layer's kept tensors give way to its backward's worst moment, which has them
-    at_layer = layers_kept - per_layer + tail + _layer_backward_peak(arch, setup, b, s)
+    # (of a hybrid stack, the kind whose backward holds more beyond what it kept)
+    last = max(
+        _layer_backward_peak(arch, setup, b, s, linear) - per_kind[linear] for linear, _ in mix
+    )
+    at_layer = layers_kept + tail + last
     projection = _output_projection_forward(arch, setup, s, b)
     return at_loss, at_layer, layers_kept + tail + projection if projection else 0
 
@@ -908,9 +1052,13 @@ def base_linear_inputs(arch: Architecture, setup: Setup, seq_len: int, micro_bat
     (`Setup.frozen_linears_keep_inputs`; 0 without it or under full checkpointing)."""
     if not setup.frozen_linears_keep_inputs or setup.checkpointing is Checkpointing.full:
         return 0
-    kept = [item for item in layer_saved(arch, setup) if item.for_weights - _BASE_LINEAR_ROLES]
     base_only = replace(setup, trainable_roles=None, input_casts=frozenset())
-    return ceil_div(arch.num_layers * _bytes(kept, seq_len, micro_batch, base_only), setup.tp)
+    total = 0
+    for linear, count in layer_mix(arch):
+        saved = layer_saved(arch, setup, linear=linear)
+        kept = [item for item in saved if item.for_weights - _BASE_LINEAR_ROLES]
+        total += count * _bytes(kept, seq_len, micro_batch, base_only)
+    return ceil_div(total, setup.tp)
 
 
 def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:

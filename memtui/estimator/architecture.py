@@ -49,6 +49,13 @@ class Role(Enum):
     lm_head = "lm_head"
     norm = "norm"
     """A norm's weight (no linear layer: saved tensors name it for the normalized input)."""
+    linear_qkvz = "linear_qkvz"
+    linear_ba = "linear_ba"
+    linear_qkv = "linear_qkv"
+    linear_z = "linear_z"
+    linear_b = "linear_b"
+    linear_a = "linear_a"
+    linear_out = "linear_out"
 
 
 # Roles of linear layers (`Role` values), mapped to each family's module names (PEFT matches
@@ -79,10 +86,35 @@ LLAMA_NAMES: dict[str, str] = {
     "embed_out": "project_out",
     "embed": "embed_tokens",
     "lm_head": "lm_head",
+    # Gated DeltaNet (modeling_qwen3_next.py Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba;
+    # modeling_qwen3_5.py Qwen3_5GatedDeltaNet: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a)
+    "linear_qkvz": "in_proj_qkvz",
+    "linear_ba": "in_proj_ba",
+    "linear_qkv": "in_proj_qkv",
+    "linear_z": "in_proj_z",
+    "linear_b": "in_proj_b",
+    "linear_a": "in_proj_a",
+    "linear_out": "out_proj",
 }
+DELTA_RULE_CHUNK = 64
+"""Tokens per chunk of the gated delta rule: torch_chunk_gated_delta_rule's chunk_size=64
+(modeling_qwen3_next.py, transformers 5.24), fla's chunk_gated_delta_rule's 64 alike."""
+LINEAR_ATTENTION_ROLES = frozenset(
+    {
+        Role.linear_qkvz,
+        Role.linear_ba,
+        Role.linear_qkv,
+        Role.linear_z,
+        Role.linear_b,
+        Role.linear_a,
+        Role.linear_out,
+    }
+)
+"""The projections of a linear-attention (Gated DeltaNet) layer."""
 ATTENTION_ROLES = frozenset(
     {Role.q, Role.k, Role.v, Role.qkv, Role.o, Role.q_a, Role.q_b, Role.kv_a, Role.kv_b}
 )
+"""The projections of a full-attention layer."""
 # f-wide tensors an activation saves for backward beyond its output, counted op by op from
 # transformers' activations.py (ACT2CLS). A fused kernel (nn.functional.gelu, silu, the tanh
 # GELU "gelu_pytorch_tanh") keeps its input: 1, Korthikanti's "GeLU input". ReLU keeps its
@@ -225,6 +257,11 @@ class StoredQuantization(BaseModel):
         if any(not any(part.isdigit() for part in key.split(".")) for key in hits):
             return count
         return min(count, len(hits))
+
+
+def _weights(lin: LinearLayer) -> int:
+    """Parameters of every copy of a linear module, bias included."""
+    return (lin.d_in + int(lin.bias)) * lin.d_out * lin.count
 
 
 def _names_module(key: str, name: str) -> bool:
@@ -380,6 +417,30 @@ class Architecture(BaseModel):
     quantized: StoredQuantization | None = None
     """The checkpoint's storage when it is pre-quantized (GPTQ, AWQ, bitsandbytes, fp8);
     None for 16-bit weights."""
+    peft_expert_conversion: bool = False
+    """PEFT maps the transformers-4 module names of this family's MoE layers onto its
+    stacked expert parameters (transformers 5.24 conversion_mapping.py
+    _MODEL_TO_CONVERSION_PATTERN names "qwen2_moe" for it; `_peft_expert_targets`)."""
+    linear_attention_layers: int = Field(0, ge=0)
+    """Layers whose token mixer is a Gated DeltaNet (linear attention) instead of attention:
+    Qwen3-Next and Qwen3.5 (config `layer_types`, default three of every
+    `full_attention_interval` = 4; configuration_qwen3_next.py Qwen3NextConfig.__post_init__).
+    The other num_layers - linear_attention_layers layers are full attention."""
+    linear_key_heads: int = Field(0, ge=0)
+    """Gated DeltaNet query/key heads (linear_num_key_heads)."""
+    linear_value_heads: int = Field(0, ge=0)
+    """Gated DeltaNet value heads (linear_num_value_heads), a multiple of the key heads."""
+    linear_key_head_dim: int = Field(0, ge=0)
+    linear_value_head_dim: int = Field(0, ge=0)
+    linear_conv_kernel: int = Field(0, ge=0)
+    """Width of the depthwise causal conv1d over q, k and v (linear_conv_kernel_dim)."""
+    linear_fused_projections: bool = False
+    """Qwen3-Next's two input projections, in_proj_qkvz (h -> 2 key + 2 value widths) and
+    in_proj_ba (h -> 2 value heads); False for Qwen3.5's four, in_proj_qkv, in_proj_z,
+    in_proj_b, in_proj_a (the same weights split)."""
+    attention_output_gate: bool = False
+    """The full-attention layers gate their output: q_proj is twice as wide (query and gate)
+    and o_proj reads attention x sigmoid(gate) (Qwen3NextAttention, Qwen3_5Attention)."""
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:
@@ -396,6 +457,16 @@ class Architecture(BaseModel):
             )
         if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
             raise PlanError("q_lora_rank and qk_rope_head_dim need kv_lora_rank (latent attention)")
+        if self.linear_attention_layers:
+            if self.linear_attention_layers > self.num_layers:
+                raise PlanError("linear_attention_layers exceeds num_layers")
+            sizes = (self.linear_key_heads, self.linear_value_heads, self.linear_key_head_dim,
+                     self.linear_value_head_dim, self.linear_conv_kernel)  # fmt: skip
+            if not all(sizes):
+                raise PlanError("linear attention needs its head counts, head widths and kernel")
+            if self.linear_value_heads % self.linear_key_heads:
+                # each key head serves value_heads / key_heads value heads (repeat_interleave)
+                raise PlanError("linear_value_heads must be a multiple of linear_key_heads")
         return self
 
     @property
@@ -450,6 +521,38 @@ class Architecture(BaseModel):
     def kv_b_width(self) -> int:
         """kv_b_proj's output: every head's key part without rotary, and its value."""
         return self.kv_heads * (self.dim_head - self.qk_rope_head_dim + self.v_dim)
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers whose token mixer is attention (every layer but the linear-attention ones)."""
+        return self.num_layers - self.linear_attention_layers
+
+    @property
+    def linear_key_width(self) -> int:
+        """A Gated DeltaNet's query (and key) width, key heads x key head width."""
+        return self.linear_key_heads * self.linear_key_head_dim
+
+    @property
+    def linear_value_width(self) -> int:
+        """A Gated DeltaNet's value (and output gate z) width."""
+        return self.linear_value_heads * self.linear_value_head_dim
+
+    @property
+    def linear_conv_width(self) -> int:
+        """Channels of the conv1d over the concatenated q, k, v (Qwen3NextGatedDeltaNet
+        conv_dim = key_dim * 2 + value_dim)."""
+        return 2 * self.linear_key_width + self.linear_value_width
+
+    @property
+    def delta_rule_flops(self) -> int:
+        """Forward FLOPs per token of one Gated DeltaNet's chunked delta rule beyond its
+        projections (torch_chunk_gated_delta_rule), linear in the sequence: per chunk of C
+        tokens and value head, k_beta k^T and q k^T (2 C^2 dk each), the two triangular
+        solves (C^2 dv, C^2 dk), the intra-chunk attention times v_new (2 C^2 dv) and three
+        products with the dk x dv state (reading it twice, updating it: 6 C dk dv); per
+        token Hv (C (5 dk + 3 dv) + 6 dk dv)."""
+        c, dk, dv = DELTA_RULE_CHUNK, self.linear_key_head_dim, self.linear_value_head_dim
+        return self.linear_value_heads * (c * (5 * dk + 3 * dv) + 6 * dk * dv)
 
     @property
     def moe_layer_count(self) -> int:
@@ -538,23 +641,68 @@ class Architecture(BaseModel):
             self._linear(Role.kv_b, self.kv_lora_rank, self.kv_b_width, False, n, "attention"),
         ]
 
+    def _linear_attention(self) -> list[LinearLayer]:
+        """The Gated DeltaNet's projections, all without bias: Qwen3NextGatedDeltaNet's
+        in_proj_qkvz (h -> 2 key + 2 value widths: q, k, v and the output gate z) and
+        in_proj_ba (h -> 2 value heads: beta and the decay's a), or Qwen3_5GatedDeltaNet's
+        in_proj_qkv, in_proj_z, in_proj_b, in_proj_a; out_proj (value width -> h)."""
+        n = self.linear_attention_layers
+        if not n:
+            return []
+        h, kw, vw, hv = (self.hidden_size, self.linear_key_width, self.linear_value_width,
+                         self.linear_value_heads)  # fmt: skip
+        if self.linear_fused_projections:
+            ins = [
+                self._linear(Role.linear_qkvz, h, 2 * kw + 2 * vw, False, n, "attention"),
+                self._linear(Role.linear_ba, h, 2 * hv, False, n, "attention"),
+            ]
+        else:
+            ins = [
+                self._linear(Role.linear_qkv, h, 2 * kw + vw, False, n, "attention"),
+                self._linear(Role.linear_z, h, vw, False, n, "attention"),
+                self._linear(Role.linear_b, h, hv, False, n, "attention"),
+                self._linear(Role.linear_a, h, hv, False, n, "attention"),
+            ]
+        return [*ins, self._linear(Role.linear_out, vw, h, False, n, "attention")]
+
+    def _linear_attention_tensors(self) -> list[Tensor]:
+        """The Gated DeltaNet's parameters that are no linear weight: the depthwise conv1d
+        (conv_dim x 1 x kernel, bias=False), dt_bias and A_log (one per value head) and the
+        gated RMSNorm's weight (value head width), per layer."""
+        n = self.linear_attention_layers
+        if not n:
+            return []
+        hv = self.linear_value_heads
+        conv = (self.linear_conv_width, 1, self.linear_conv_kernel)
+        return [
+            Tensor("conv1d.weight", conv, n, "attention", True),
+            Tensor("dt_bias", (hv,), n, "attention", True),
+            Tensor("A_log", (hv,), n, "attention", True),
+            Tensor("linear_attn.norm.weight", (self.linear_value_head_dim,), n, "norm", True),
+        ]
+
     @cached_property
     def linear_layers(self) -> tuple[LinearLayer, ...]:
         """Every linear module of the model, excluding the lm_head and embeddings."""
-        h, n = self.hidden_size, self.num_layers
+        h, n = self.hidden_size, self.full_attention_layers
         qb, ob = self.attention_bias, self.attention_out_bias
+        # an output gate doubles q_proj: query and gate per head (Qwen3NextAttention)
+        q_out = self.q_width * (2 if self.attention_output_gate else 1)
         if self.latent_attention:
             attn = self._latent_attention()
         elif self.fused_qkv:
             attn = [self._linear(Role.qkv, h, self.q_width + 2 * self.kv_width, qb, n, "attention")]
         else:
             attn = [
-                self._linear(Role.q, h, self.q_width, qb, n, "attention"),
+                self._linear(Role.q, h, q_out, qb, n, "attention"),
                 self._linear(Role.k, h, self.kv_width, qb, n, "attention"),
                 self._linear(Role.v, h, self.v_width, qb, n, "attention"),
             ]
-        layers = [*attn, self._linear(Role.o, self.attention_out_width, h, ob, n, "attention")]
-        moe, dense = self.moe_layer_count, n - self.moe_layer_count
+        layers: list[LinearLayer] = []
+        if n:
+            layers += [*attn, self._linear(Role.o, self.attention_out_width, h, ob, n, "attention")]
+        layers += self._linear_attention()
+        moe, dense = self.moe_layer_count, self.num_layers - self.moe_layer_count
         if dense:
             layers += self._mlp(self.intermediate_size, dense, "mlp")
         if moe:
@@ -596,7 +744,8 @@ class Architecture(BaseModel):
                     True,
                 )
             )
-        n = self.num_layers
+        out += self._linear_attention_tensors()
+        n = self.full_attention_layers
         if self.attention_sinks:
             out.append(Tensor("sinks", (self.num_heads,), n, "attention", True))
         if self.qk_norm == "per_head":
@@ -635,11 +784,28 @@ class Architecture(BaseModel):
     def layer_parameters(self) -> int:
         """Parameters of the largest decoder layer: the FSDP/ZeRO-3 unit when wrapping per block."""
         in_layers = sum(t.numel * t.count for t in self.tensors if t.in_layer)
+        mixer = 0
+        if self.linear_attention_layers:
+            # Hybrid stacks: the larger of the two token mixers (a Gated DeltaNet or an
+            # attention layer) in the unit, beside what every layer has
+            linear = self._linear_attention()
+            full = [lin for lin in self.linear_layers if lin.role in ATTENTION_ROLES]
+            linear_total = sum(_weights(lin) for lin in linear) + sum(
+                t.numel * t.count for t in self._linear_attention_tensors()
+            )
+            full_total = sum(_weights(lin) for lin in full)
+            if self.qk_norm == "per_head":
+                full_total += 2 * self.dim_head * self.full_attention_layers
+            in_layers -= linear_total + full_total
+            mixer = max(
+                linear_total // self.linear_attention_layers,
+                full_total // max(1, self.full_attention_layers),
+            )
         if not self.moe_layer_count or self.moe_layer_count == self.num_layers:
-            return in_layers // self.num_layers
+            return in_layers // self.num_layers + mixer
         # Mixed dense/MoE stacks: the MoE layer is the larger unit.
         dense_mlp = sum(t.numel * t.count for t in self.tensors if t.group == "mlp")
-        return (in_layers - dense_mlp) // self.moe_layer_count
+        return (in_layers - dense_mlp) // self.moe_layer_count + mixer
 
     @cached_property
     def vocabulary_modules(self) -> tuple[LinearLayer, ...]:
@@ -669,29 +835,70 @@ class Architecture(BaseModel):
     def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
         """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
         'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
-        _maybe_include_all_linear_layers; a score head is not one, `score_layers`),
-        'attention' the q, k, v and output projections;
-        the embedding and lm_head only when named. Raises ValueError naming the modules that
-        exist when a target matches none."""
-        modules = ("head", "expert", "router") if self.parameter_experts else ("head",)
-        layers = [lin for lin in self.linear_layers if lin.group not in modules]
+        _maybe_include_all_linear_layers; a score head is not one, `score_layers`), 'attention'
+        the q, k, v and output projections (and a Gated DeltaNet's); the embedding and lm_head
+        only when named. Raises ValueError naming the modules that exist when a target matches
+        none."""
+        # parameter experts: the experts and the router are no nn.Linear, but a shared
+        # expert's gate is (Qwen3NextSparseMoeBlock.shared_expert_gate)
+        layers = [
+            lin
+            for lin in self.linear_layers
+            if lin.group != "head"
+            and not (self.parameter_experts and (lin.group == "expert" or lin.role is Role.router))
+        ]
         named = [*layers, *self.vocabulary_modules]
+        converted = self._peft_expert_targets()
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
                 matched = [*layers, *self.score_layers]
             elif target == "attention":
-                matched = [lin for lin in layers if lin.role in ATTENTION_ROLES]
+                # the token mixers: a hybrid stack's Gated DeltaNet projections too
+                mixers = ATTENTION_ROLES | LINEAR_ATTENTION_ROLES
+                matched = [lin for lin in layers if lin.role in mixers]
             else:
-                matched = [lin for lin in named if lin.name == target]
+                matched = [lin for lin in named if lin.name == target] or converted.get(target, [])
                 if not matched:
-                    names = sorted({lin.name for lin in named})
+                    names = sorted({lin.name for lin in named} | set(converted))
                     raise PlanError(
                         f"LoRA target {target!r} matches no module of this model; "
                         f"use attention, all-linear or some of: {', '.join(names)}"
                     )
             chosen += [lin for lin in matched if lin not in chosen]
+        if converted:
+            # PEFT moves these names from the modules to the stacked expert parameters;
+            # 'all-linear' resolves to every one of them, the router's gate.weight included
+            hits = [
+                name
+                for name in converted
+                if "all-linear" in targets or any(lin.name == name for lin in chosen)
+            ]
+            chosen = [lin for lin in chosen if lin.name not in converted]
+            for name in hits:
+                chosen += [lin for lin in converted[name] if lin not in chosen]
         return tuple(chosen)
+
+    def _peft_expert_targets(self) -> dict[str, list[LinearLayer]]:
+        """For a family PEFT converts (`peft_expert_conversion`): each transformers-4 module
+        name and the stacked parameters it adapts instead. peft 0.21
+        utils/transformers_weight_conversion.py _convert_peft_config_moe, mapping "qwen2_moe":
+        gate -> the router's gate.weight (r x h, E x r); gate_proj and up_proj ->
+        experts.gate_up_proj, whose rank _MOE_FUSED_TARGETS doubles (2r E h and 2f x 2r E:
+        two adapters of h -> 2f here), down_proj -> experts.down_proj (r E f and h x r E).
+        Never the shared expert's or a dense layer's modules of those names (measured with
+        PEFT on a tiny Qwen3-Next)."""
+        if not (self.peft_expert_conversion and self.moe_layer_count):
+            return {}
+        h, f, moe = self.hidden_size, self.expert_width, self.moe_layer_count
+        copies = moe * self.num_experts
+        router = self._linear(Role.router, h, self.num_experts, self.router_bias, moe, "router")
+        gate_up = [
+            self._linear(Role.expert_gate, h, 2 * f, False, copies, "expert"),
+            self._linear(Role.expert_up, h, 2 * f, False, copies, "expert"),
+        ]
+        down = [self._linear(Role.expert_down, f, h, False, copies, "expert")]
+        return {"gate": [router], "gate_proj": gate_up, "up_proj": gate_up, "down_proj": down}
 
     def tower_lora_layers(self, targets: tuple[str, ...]) -> tuple[TowerLinear, ...]:
         """The vision tower's linears PEFT adapts too: its suffix match reaches a tower module

@@ -128,6 +128,14 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             + (" and trained" if plan.method is Method.full else "")
             + "; batches are text only (an image batch adds the tower's activations)"
         )
+    if arch.linear_attention_layers:
+        out.append(
+            f"{plan.model.name}: its {arch.linear_attention_layers} Gated DeltaNet layers are "
+            "sized for transformers' torch path of the gated delta rule and the conv1d (taken "
+            "on CPU, and on a GPU without flash-linear-attention and causal-conv1d installed), "
+            "which keeps more than fla's chunk_gated_delta_rule: with fla the activations are "
+            "lower"
+        )
     if optimizer_spec(plan.optimizer).paged:
         out.append(
             "paged optimizer state is CUDA managed memory: nvidia-smi counts it while it is on "

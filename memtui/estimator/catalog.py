@@ -571,6 +571,45 @@ _NEW_ENTRIES: tuple[CatalogEntry, ...] = (
         235_093_634_560,
         _KVFIT,
     ),
+    # Qwen3-Next: 36 Gated DeltaNet + 12 gated-attention layers, 512 experts, top-10, a
+    # shared expert (configs.py _qwen3_next). The config's tensor keys, verbatim from a model
+    # report that prints its config.json beside the checkpoint's 41 safetensors files (code
+    # search index id 62751147890): 81,324,862,720 stored, the mtp.* layer among them.
+    CatalogEntry(
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        {
+            "architectures": ["Qwen3NextForCausalLM"],
+            "model_type": "qwen3_next",
+            "decoder_sparse_step": 1,
+            "full_attention_interval": 4,
+            "head_dim": 256,
+            "hidden_act": "silu",
+            "hidden_size": 2048,
+            "intermediate_size": 5120,
+            "linear_conv_kernel_dim": 4,
+            "linear_key_head_dim": 128,
+            "linear_num_key_heads": 16,
+            "linear_num_value_heads": 32,
+            "linear_value_head_dim": 128,
+            "mlp_only_layers": [],
+            "moe_intermediate_size": 512,
+            "num_attention_heads": 16,
+            "num_experts": 512,
+            "num_experts_per_tok": 10,
+            "num_hidden_layers": 48,
+            "num_key_value_heads": 2,
+            "shared_expert_intermediate_size": 512,
+            "tie_word_embeddings": False,
+            "vocab_size": 151936,
+        },
+        79_674_391_296,
+        "the checkpoint's safetensors total in a model report (code search index id "
+        "62751147890) less its multi-token-prediction layer; model card: 80B total, 3B active",
+        published_total=81_324_862_720,
+        beyond_parameters=(
+            ("mtp.* multi-token-prediction layer, stored but skipped on load", 1_650_471_424),
+        ),
+    ),
     # Gemma 3 (Gemma team 2025): 1B is text only; 4B-27B carry a SigLIP vision tower.
     CatalogEntry(
         "google/gemma-3-1b-pt",

@@ -549,6 +549,160 @@ def _qwen3_moe(r: _Reader) -> dict[str, Any]:
     return arch
 
 
+def _linear_attention_layers(r: _Reader, layers: int) -> int:
+    """How many layers are Gated DeltaNet: `layer_types` when given (each "linear_attention"
+    or "full_attention", one per layer), else three of every `full_attention_interval`
+    (default 4): layer i is full attention when (i + 1) % interval == 0
+    (configuration_qwen3_next.py Qwen3NextConfig.__post_init__, the same in
+    configuration_qwen3_5.py Qwen3_5TextConfig)."""
+    types = r.config.get("layer_types")
+    if types is None:
+        interval = r.integer("full_attention_interval", default=4)
+        return sum(1 for i in range(layers) if (i + 1) % interval)
+    names = r.names("layer_types")
+    if len(names) != layers:
+        raise r.error("layer_types", f"has {len(names)} entries for {layers} layers")
+    unknown = sorted(set(names) - {"linear_attention", "full_attention"})
+    if unknown:
+        raise r.error("layer_types", f"names {unknown[0]!r}, not linear_ or full_attention")
+    return names.count("linear_attention")
+
+
+def _gated_delta_net(r: _Reader, *, fused: bool, sparse: Callable[[int], int]) -> dict[str, Any]:
+    """Qwen3-Next's and Qwen3.5's hybrid decoder (modeling_qwen3_next.py, modeling_qwen3_5.py,
+    transformers 5.24). Each layer's token mixer is a Gated DeltaNet (linear attention) or a
+    gated attention, by `_linear_attention_layers`. The attention: q_proj of 2 a d (query and
+    output gate), k_proj and v_proj of kv d, o_proj, bias=attention_bias on all four; q_norm and
+    k_norm of head_dim; partial rotary by torch.cat. The Gated DeltaNet: its projections
+    (`Architecture.linear_fused_projections`), a depthwise conv1d, dt_bias, A_log, a gated
+    RMSNorm of the value head width and out_proj. Every RMSNorm multiplies by 1 + weight in
+    fp32 (Qwen3NextRMSNorm). The MLP of layer i is MoE when `sparse` counts it: a router
+    (nn.Parameter E x h), E experts of moe_intermediate_size stored as nn.Parameters
+    (Qwen3NextExperts: PEFT's target_modules never reach them), a shared expert of
+    shared_expert_intermediate_size and its sigmoid gate, Linear(h, 1); else a dense MLP of
+    intermediate_size. Configuration defaults: head_dim 256, the linear heads 16 (key) and 32
+    (value) of 128, conv kernel 4, tie_word_embeddings False."""
+    arch = _llama_like(r, tie=False)
+    layers = arch["num_layers"]
+    moe_layers = sparse(layers)
+    if moe_layers:
+        arch.update(_experts(r, "num_experts", moe_layers))
+        arch["shared_expert_intermediate_size"] = r.integer(
+            "shared_expert_intermediate_size", default=512, minimum=0
+        )
+        arch["parameter_experts"] = True
+    arch.update(
+        head_dim=r.integer("head_dim", default=256),
+        qk_norm="per_head",
+        norm_output_fp32=True,
+        rotary_cat=True,
+        attention_output_gate=True,
+        linear_attention_layers=_linear_attention_layers(r, layers),
+        linear_key_heads=r.integer("linear_num_key_heads", default=16),
+        linear_value_heads=r.integer("linear_num_value_heads", default=32),
+        linear_key_head_dim=r.integer("linear_key_head_dim", default=128),
+        linear_value_head_dim=r.integer("linear_value_head_dim", default=128),
+        linear_conv_kernel=r.integer("linear_conv_kernel_dim", default=4),
+        linear_fused_projections=fused,
+    )
+    return arch
+
+
+def _qwen3_next(r: _Reader) -> dict[str, Any]:
+    # Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba; Qwen3NextDecoderLayer: the
+    # Qwen2-MoE sparse-layer rule (decoder_sparse_step, mlp_only_layers, num_experts > 0).
+    # Qwen3NextConfig: num_experts 512, num_experts_per_tok 10, moe_intermediate_size 512.
+    sub = _Reader(r.config, r.source, r.model_type, prefix=r.prefix,
+                  defaults={**QWEN3_NEXT_MOE_DEFAULTS, **r.defaults})  # fmt: skip
+
+    def sparse(layers: int) -> int:
+        if not sub.integer("num_experts", minimum=0):
+            return 0
+        return _qwen_sparse_layers(sub, layers)
+
+    arch = _gated_delta_net(sub, fused=True, sparse=sparse)
+    # conversion_mapping.py _MODEL_TO_CONVERSION_PATTERN: "qwen3_next" -> "qwen2_moe", which
+    # PEFT's MoE conversion knows; qwen3_5_moe_text -> qwen3_5_text, which it does not
+    arch["peft_expert_conversion"] = bool(arch.get("num_experts"))
+    return arch
+
+
+QWEN3_NEXT_MOE_DEFAULTS = {
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "moe_intermediate_size": 512,
+}
+
+
+# configuration_qwen3_5.py Qwen3_5TextConfig's size defaults (a nested text_config may leave
+# out the keys at their class default), and Qwen3_5MoeTextConfig's.
+QWEN3_5_TEXT_DEFAULTS = {
+    "vocab_size": 248_320,
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 4,
+}
+QWEN3_5_MOE_TEXT_DEFAULTS = {
+    "vocab_size": 248_320,
+    "hidden_size": 2048,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "num_experts": 256,
+    "num_experts_per_tok": 8,
+    "moe_intermediate_size": 512,
+}
+
+
+def _qwen3_5_text(r: _Reader) -> dict[str, Any]:
+    # Qwen3_5GatedDeltaNet: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a; Qwen3_5DecoderLayer:
+    # a dense Qwen3_5MLP of intermediate_size in every layer
+    sub = _Reader(r.config, r.source, r.model_type, prefix=r.prefix,
+                  defaults={**QWEN3_5_TEXT_DEFAULTS, **r.defaults})  # fmt: skip
+    return _gated_delta_net(sub, fused=False, sparse=lambda layers: 0)
+
+
+def _qwen3_5_moe_text(r: _Reader) -> dict[str, Any]:
+    # Qwen3_5MoeDecoderLayer: a Qwen3_5MoeSparseMoeBlock in every layer (no dense layers, no
+    # intermediate_size in Qwen3_5MoeTextConfig: the dense width is the experts', never used)
+    sub = _Reader(r.config, r.source, r.model_type, prefix=r.prefix,
+                  defaults={**QWEN3_5_MOE_TEXT_DEFAULTS, **r.defaults})  # fmt: skip
+    if "intermediate_size" not in sub.config:
+        sub.defaults = {**sub.defaults, "intermediate_size": sub.integer("moe_intermediate_size")}
+    return _gated_delta_net(sub, fused=False, sparse=lambda layers: layers)
+
+
+def _text_decoder_of(
+    r: _Reader, text_type: str, read: Callable[[_Reader], dict[str, Any]],
+    defaults: Mapping[str, int],
+) -> dict[str, Any]:  # fmt: skip
+    """A Qwen3.5 checkpoint's text decoder, text_config. A text fine-tune loads only it:
+    AutoModelForCausalLM maps qwen3_5 to Qwen3_5ForCausalLM and qwen3_5_moe to
+    Qwen3_5MoeForCausalLM ("VLM compatibility", models/auto/modeling_auto.py, 5.24), built
+    from the text config (auto_factory.py get_text_config), which ignores the checkpoint's
+    vision tower (_keys_to_ignore_on_load_unexpected ^model.visual.*) and its multi-token
+    prediction layers (^mtp.*). Its lm_head ties by text_config's tie_word_embeddings."""
+    text = r.nested("text_config", text_type, defaults)
+    arch = read(text)
+    outer = r.config.get("tie_word_embeddings")
+    if outer is not None and r.flag("tie_word_embeddings", default=False) != arch["tie_embeddings"]:
+        raise r.error(
+            "tie_word_embeddings",
+            f"is {outer}, text_config's is {arch['tie_embeddings']}: which ties is unclear",
+        )
+    return arch
+
+
+def _qwen3_5(r: _Reader) -> dict[str, Any]:
+    return _text_decoder_of(r, "qwen3_5_text", _qwen3_5_text, QWEN3_5_TEXT_DEFAULTS)
+
+
+def _qwen3_5_moe(r: _Reader) -> dict[str, Any]:
+    return _text_decoder_of(r, "qwen3_5_moe_text", _qwen3_5_moe_text, QWEN3_5_MOE_TEXT_DEFAULTS)
+
+
 def _olmo2(r: _Reader) -> dict[str, Any]:
     # modeling_olmo2.py Olmo2Attention: q/k/v/o with bias=config.attention_bias (default False),
     # q_norm = Olmo2RMSNorm(a * head_dim) on the whole q_proj output, k_norm likewise over
@@ -868,6 +1022,11 @@ FAMILIES: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "qwen3_next": _qwen3_next,
+    "qwen3_5": _qwen3_5,
+    "qwen3_5_text": _qwen3_5_text,
+    "qwen3_5_moe": _qwen3_5_moe,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
     "gemma": _gemma,
     "gemma2": _gemma2,
     "gemma3_text": _gemma3_text,

@@ -393,7 +393,8 @@ def _layers(
     seconds)."""
     tokens = seq * rows
     heads = arch.num_heads / t
-    attn_full = 2 * tokens * seq * heads * (arch.dim_head + arch.v_dim) * arch.num_layers
+    attended = arch.full_attention_layers  # a Gated DeltaNet layer has no s^2 term
+    attn_full = 2 * tokens * seq * heads * (arch.dim_head + arch.v_dim) * attended
     if attention is Attention.flash:
         attn_run = 0.5 * attn_full  # causal: the masked half of the tiles skipped
         attn_f = attn_run / card.flash
@@ -401,13 +402,21 @@ def _layers(
         attn_hw = attn_run * (1 + FLASH_BACKWARD_RATIO)
     else:
         attn_run = attn_full
-        pairs = rows * heads * arch.num_layers
+        pairs = rows * heads * attended
         scores = pairs * seq * seq
         qk = card.gemm(seq, arch.dim_head, seq, w) + card.gemm(seq, seq, arch.v_dim, w)
         softmax = EAGER_SOFTMAX_BYTES * (w / 2) * scores / card.bandwidth
         attn_f = pairs * qk + softmax
         attn_b = 2 * pairs * qk + ELEMENTWISE_BACKWARD_RATIO * softmax
         attn_hw = 3 * attn_full
+    # the Gated DeltaNet layers' delta rule: small batched matmuls (chunks of 64 tokens), timed
+    # at the attention kernels' rate, backward twice the forward's matmuls
+    delta = tokens * arch.delta_rule_flops * arch.linear_attention_layers / t
+    attn_f += delta / card.flash
+    attn_b += 2 * delta / card.flash
+    attn_run += delta
+    attn_hw += 3 * delta
+    attn_full += delta
     # elementwise kernels, memory-bound
     moe = arch.moe_layer_count
     dense = arch.num_layers - moe
