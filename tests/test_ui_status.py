@@ -47,8 +47,9 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI's poll answered before the screen composed: the rows are composed with the
-    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it."""
-    from memtui.ui import screen as screen_module
+    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it (right
+    after the first frame, memtui/ui/screen.py `_load_estimator`)."""
+    import memtui.estimator as estimator_module  # the screen calls its `estimate`
 
     a100 = SyntheticSource(4, card="NVIDIA A100-SXM4-40GB", total_bytes=42_949_672_960, seed=0)
     trace = write_trace(tmp_path / "a100.jsonl", [a100.poll()])
@@ -56,13 +57,13 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
     first = FirstPoll(source)
     await asyncio.to_thread(first.wait)
     plans: list[Any] = []
-    real_estimate = screen_module.estimate
+    real_estimate = estimator_module.estimate
 
     def counting(plan: Any) -> Any:
         plans.append(plan)
         return real_estimate(plan)
 
-    monkeypatch.setattr(screen_module, "estimate", counting)
+    monkeypatch.setattr(estimator_module, "estimate", counting)
     app = make_app(
         llama_plan(),
         source,
@@ -76,8 +77,8 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
         assert screen.polls == 1 and screen.snapshot is not None
         assert len(_device_rows(app)) == 4
         assert screen.plan.hardware.gpus_per_node == 4
-        assert [p.hardware.gpus_per_node for p in plans] == [4]  # one estimate, fitted
         await pilot.pause()
+        assert [p.hardware.gpus_per_node for p in plans] == [4]  # one estimate, fitted
         assert "GPU 3" in text_of(app) and "DOES NOT FIT" in text_of(app)
         assert len(plans) == 1  # and no second estimate when the worker's poll came back
 

@@ -13,6 +13,9 @@ memtui/ui/job_keys.py, whose answers come back as messages too (`JobsFound`, `Jo
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -23,7 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 
-from memtui.estimator import ModelSpec, Plan, Report, estimate
+from memtui.estimator import ModelSpec, Plan
 from memtui.telemetry import (
     ClusterSnapshot,
     DeviceKey,
@@ -33,7 +36,6 @@ from memtui.telemetry import (
 )
 from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.budgets import GIVEN, BudgetFrom, BudgetSource, JobBudget
-from memtui.ui.fastest_screen import FastestFound, FastestScreen, find_fastest
 from memtui.ui.fit import fit_plan
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import (
@@ -45,6 +47,7 @@ from memtui.ui.job_keys import (
     write_plan,
 )
 from memtui.ui.messages import (
+    EstimatorLoaded,
     ExportWritten,
     JobPlanned,
     JobsFound,
@@ -80,7 +83,17 @@ from memtui.ui.widgets.status_line import StatusLine, StatusView
 from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
 if TYPE_CHECKING:
+    from memtui.estimator import Report
     from memtui.plans.roundtrip import Origin
+    from memtui.ui.fastest_screen import FastestFound
+
+#: The what-if plan under the stack a rule chooses, and the rule's words (the CLI's, for a
+#: plan whose user named no stack: memtui/commands/default_stack.py).
+StackRule = Callable[[Plan], tuple[Plan, str]]
+
+#: The estimate's half of the estimator (memtui/estimator/__init__.py): imported after the
+#: first frame, in a thread, when nothing loaded it before.
+ESTIMATE_MODULE = "memtui.estimator.budget"
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
@@ -199,8 +212,12 @@ class DashboardScreen(MonitorScreen):
         first_poll: FirstPoll | None = None,
         origin: Origin | None = None,
         budget_from: BudgetSource | None = GIVEN,
+        stack_rule: StackRule | None = None,
     ) -> None:
         super().__init__()
+        # applied with the first estimate, again when the plan is sized to the GPUs found,
+        # and said then: its figures are the sized plan's
+        self._stack_rule = stack_rule
         self.job_budget: JobBudget | None = None
         """What the GPU rows and alarms are judged against (None: capacity only); never
         changed by editing the what-if plan (`plan`)."""
@@ -282,11 +299,49 @@ class DashboardScreen(MonitorScreen):
         self._ready = True
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
-        self._recompute(previous=self._unfitted)
-        self._untouched = self.plan
+        # the first frame is the monitor's (GPU rows, processes, status) and says the what-if
+        # plan is being estimated; the estimate follows right after it (`_first_estimate`)
+        self._reclassify()
+        self._push_telemetry()
+        self.call_after_refresh(self._load_estimator)
         if self.poller is not None and not self.poller.gives_up(self.snapshot):
             # no answer taken at compose: poll now, not in a second
             self.poller.start(now=self.polls == 0)
+
+    def _load_estimator(self) -> None:
+        """After the first frame: the first estimate, once the estimate's half of the
+        estimator is loaded (in a thread when it is not: a third of the estimator's import
+        time, which the first frame did not wait for and the event loop does not either)."""
+        if ESTIMATE_MODULE in sys.modules:  # e.g. the demo node was sized by an estimate
+            self._first_estimate()
+            return
+
+        def load() -> None:
+            importlib.import_module(ESTIMATE_MODULE)
+            self.post_message(EstimatorLoaded())
+
+        self.run_worker(load, thread=True, group="estimator")
+
+    def on_estimator_loaded(self, _message: EstimatorLoaded) -> None:
+        self._first_estimate()
+
+    def _first_estimate(self) -> None:
+        if self.report is not None:
+            return  # a key or the plan's sizing to the GPUs estimated it first
+        self._recompute(previous=self._unfitted)
+
+    def _choose_stack(self, plan: Plan) -> Plan:
+        """`plan` under the stack rule's choice (as it is with no rule). The rule's words
+        are said once the plan is sized to the GPUs found (or nothing is left to size), so
+        its figures are the plan's on screen."""
+        if self._stack_rule is None:
+            return plan
+        chosen, why = self._stack_rule(plan)
+        if not self.fit_to_devices:
+            self._stack_rule = None
+            if why:
+                self.notify(why, title="Plan", timeout=12)
+        return chosen
 
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
@@ -331,6 +386,11 @@ class DashboardScreen(MonitorScreen):
         refused it and `previous` was put back."""
         # the one place the UI calls the estimator:
         # docs/architecture.md, "One call to the estimator in the UI"
+        from memtui.estimator import estimate  # loaded after the first frame (`_load_estimator`)
+
+        if self.report is None:  # the first estimate: the stack the rule chooses, if any
+            unchosen, self._plan = self._plan, self._choose_stack(self._plan)
+            self.edits.follow(unchosen, self._plan)  # not an edit to undo
         accepted = True
         try:
             report = estimate(self._plan)
@@ -344,6 +404,8 @@ class DashboardScreen(MonitorScreen):
             if self.report is not None:
                 return accepted
             report = estimate(previous)  # the plan fitted at start-up: fall back to the given
+        if self.report is None:
+            self._untouched = self._plan  # the what-if plan as started, until edited
         self.report = report
         if self._budget_from is not None:  # the plan given at start is the job's
             self.job_budget = JobBudget(self._plan, report.budget, self._budget_from)
@@ -367,10 +429,10 @@ class DashboardScreen(MonitorScreen):
         )
 
     def _push_telemetry(self) -> None:
-        if self.report is None or not self._ready:
+        if not self._ready:
             return
         self.query_one(GpuPanel).view = PanelView(
-            budget=self.report.budget,
+            budget=self.report.budget if self.report is not None else None,
             unit=self.unit,
             snapshot=self.snapshot,
             statuses=dict(self.statuses),
@@ -559,11 +621,15 @@ class DashboardScreen(MonitorScreen):
 
     def action_fastest(self) -> None:
         """`v`: the fastest plans that fit, searched in a thread worker (FastestFound)."""
+        from memtui.ui.fastest_screen import find_fastest
+
         self.run_worker(partial(find_fastest, self.post_message, self.plan),
                         thread=True, exclusive=True, group="fastest")  # fmt: skip
 
-    @on(FastestFound)
-    def _on_fastest_found(self, message: FastestFound) -> None:
+    def on_fastest_found(self, message: FastestFound) -> None:
+        # by its handler name: the search's module loads with the `v` key, not at start
+        from memtui.ui.fastest_screen import FastestScreen
+
         if message.found.base != self.plan:
             return  # the plan moved while the search ran: its answer is for another plan
 
@@ -704,6 +770,13 @@ class DashboardScreen(MonitorScreen):
                             exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
         before = self.plan
+        if fitted is not None and self._stack_rule is not None and self.report is not None:
+            # sized: the stack chosen again for the sized plan (its figures are said now),
+            # unless the plan was edited since the start (the first estimate chooses it else)
+            if before == self._untouched:
+                fitted = self._choose_stack(fitted)
+            else:
+                self._stack_rule = None
         if fitted is not None and fitted != self.plan:
             job = self.job_budget
             if job is not None and job.source.kind.at_start and job.plan == self.plan:
@@ -751,8 +824,8 @@ class DashboardScreen(MonitorScreen):
 
     def _reclassify(self) -> None:
         """Row statuses against the current budget; notify what the tracker says crossed."""
-        if self.report is None:
-            return
+        if self._budget_from is not None:
+            return  # the job's budget is the start plan's first estimate: judged from then
         job = self.job_budget
         budget, judged = (job.budget.total, job.judges) if job is not None else (None, None)
         for notice in self.alerts.update(self.snapshot, budget, self.unit, judged):

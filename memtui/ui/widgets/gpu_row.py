@@ -19,18 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
 from memtui.text import shown
 from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.units import num
 from memtui.ui.widgets.bar import render_bar, sparkline
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Budget
 
 _SHORT = {
     RowStatus.UNDER: "ok",
