@@ -83,6 +83,72 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
         assert len(plans) == 1  # and no second estimate when the worker's poll came back
 
 
+#: Run in a fresh interpreter (nothing of the estimate's half loaded yet, as in `memtui`): the
+#: screen as it is when the first frame has been drawn, then once the estimate came.
+FIRST_FRAME = r"""
+import asyncio, json, sys
+from memtui.estimator import Plan
+from memtui.estimator.model_source import load_model
+from memtui.telemetry import FirstPoll, SyntheticSource
+from memtui.ui import make_app
+from memtui.ui.screen import ESTIMATE_MODULE, DashboardScreen
+
+seen = {}
+load = DashboardScreen._load_estimator
+
+def text(app):
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+def after_first_frame(self):
+    seen["first"] = {"loaded": ESTIMATE_MODULE in sys.modules, "estimated": self.report is not None,
+                     "text": text(self.app)}
+    load(self)
+
+DashboardScreen._load_estimator = after_first_frame
+
+async def main():
+    source = SyntheticSource(8, seed=0)
+    first = FirstPoll(source)
+    await asyncio.to_thread(first.wait)
+    plan = Plan(model=load_model("meta-llama/Llama-2-7b-hf"))
+    app = make_app(plan, source, interval=3600, first_poll=first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(400):
+            await pilot.pause(0.01)
+            if app.screen.report is not None:
+                break
+        await pilot.pause()
+        seen["then"] = {"estimated": app.screen.report is not None, "text": text(app)}
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_frame_is_the_monitors_and_the_estimate_follows() -> None:
+    """The first frame has every GPU row, and says the what-if plan is being estimated: the
+    estimate's half of the estimator was not imported for it. It is imported in a thread
+    right after, then the plan is estimated and drawn."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    first, then = seen["first"], seen["then"]
+    assert not first["loaded"] and not first["estimated"]
+    assert "GPU 7" in first["text"] and "What-if plan: estimating its budget" in first["text"]
+    assert "Settings: estimating the what-if plan" in first["text"]
+    assert then["estimated"] and "estimating" not in then["text"]
+    assert "FITS" in then["text"] and "GPU 7" in then["text"]
+
+
 async def test_a_first_poll_still_running_is_waited_for_off_the_event_loop() -> None:
     """A first poll that hangs (a slow driver): the screen starts anyway, keys work, the
     timer never starts a second poll while it runs, and its answer becomes the rows."""
