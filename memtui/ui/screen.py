@@ -269,6 +269,7 @@ class DashboardScreen(MonitorScreen):
                 self.edits.follow(self.plan, fitted)
                 self._unfitted, self._plan = self.plan, fitted  # estimated once, in on_mount
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
+        self._layout_classes(self.app.size.width)
         # wide: settings and strategies on the left, GPUs, processes, levers on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
         # containers, so there is one table in each place and the `-narrow` class shows one;
@@ -346,14 +347,19 @@ class DashboardScreen(MonitorScreen):
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
 
-    def _apply_width(self, width: int) -> None:
-        narrow = width < NARROW_BELOW
-        self.set_class(narrow, "-narrow")
+    def _layout_classes(self, width: int) -> None:
+        """The layout's classes for the terminal's size (memtui.tcss). Set in `compose` too,
+        so the first styling has them: each one set later restyles every widget."""
+        self.set_class(width < NARROW_BELOW, "-narrow")
         self.set_class(width >= WIDE_FROM, "-wide")
         # under 120 columns the footer's secondary keys do not fit; under 50 lines the
-        # process list gives the levers room (memtui.tcss)
+        # process list gives the levers room
         self.set_class(width < FULL_FOOTER_FROM, "-short-footer")
         self.set_class(self.app.size.height < TALL_FROM, "-short")
+
+    def _apply_width(self, width: int) -> None:
+        narrow = width < NARROW_BELOW
+        self._layout_classes(width)
         self.query_one(SettingsPanel).narrow = narrow
         self.query_one(GpuPanel).narrow = narrow
         for row in self.query("GpuRow"):
