@@ -64,7 +64,7 @@ def _trace(tmp_path: Path, polls: list[list[int]]) -> Path:
 
 async def _start(app, pilot) -> None:  # type: ignore[no-untyped-def]
     screen = screen_of(app)
-    await wait_for(pilot, lambda: screen.snapshot is not None)
+    await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
     await pilot.pause()
 
 

@@ -322,7 +322,7 @@ async def test_replay_fits_the_plan_to_the_traces_gpus(tmp_path: Path) -> None:
     app = dashboard.build(_args("--replay", str(trace), "--interval", "3600"))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         assert screen.plan.hardware.gpus_per_node == 4
         assert screen.plan.hardware.gpu_memory == 42_949_672_960

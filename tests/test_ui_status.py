@@ -167,7 +167,7 @@ async def test_a_first_poll_still_running_is_waited_for_off_the_event_loop() -> 
         assert screen.polling and screen.snapshot is None
         assert source.calls == 1 and source.max_inside == 1
         source.release.set()
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         assert len(_device_rows(app)) == 8
     assert source.max_inside == 1
@@ -224,7 +224,7 @@ async def test_a_replay_holding_no_snapshots_says_why_on_the_status_line(
     app = make_app(llama_plan(), ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         assert screen.snapshot is not None and screen.snapshot.state is SourceState.ERROR
         shown = _flat(region_text(app, app.screen.query_one(StatusLine)))
@@ -253,7 +253,7 @@ async def test_a_replayed_failure_is_said_as_recorded_and_the_replay_goes_on(
     app = make_app(plan, source, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.press("r")  # the next line: the recorded failure
         await wait_for(pilot, lambda: screen.polls >= 2)
         await pilot.pause()

@@ -148,10 +148,10 @@ def _flat(plan: Plan) -> dict[str, Any]:
 def origin_of(args: argparse.Namespace) -> Origin | None:
     """The --from config the export edits (of --format, else the first config), with the
     plan the files alone import to (over --plan or memtui's defaults, without the flags)."""
-    from memtui.plans.roundtrip import Origin, config_file
-
     if not getattr(args, "from_files", None):
         return None
+    from memtui.plans.roundtrip import Origin, config_file
+
     file = config_file(list(args.from_files), getattr(args, "format", None), Path.cwd())
     if file is None:
         return None
