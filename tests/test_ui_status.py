@@ -47,8 +47,8 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI's poll answered before the screen composed: the rows are composed with the
-    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it (right
-    after the first frame, memtui/ui/screen.py `_load_estimator`)."""
+    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it (the
+    plan given is the job's budget here: the first frame has it)."""
     import memtui.estimator as estimator_module  # the screen calls its `estimate`
 
     a100 = SyntheticSource(4, card="NVIDIA A100-SXM4-40GB", total_bytes=42_949_672_960, seed=0)
@@ -77,8 +77,8 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
         assert screen.polls == 1 and screen.snapshot is not None
         assert len(_device_rows(app)) == 4
         assert screen.plan.hardware.gpus_per_node == 4
-        await pilot.pause()
         assert [p.hardware.gpus_per_node for p in plans] == [4]  # one estimate, fitted
+        await pilot.pause()
         assert "GPU 3" in text_of(app) and "DOES NOT FIT" in text_of(app)
         assert len(plans) == 1  # and no second estimate when the worker's poll came back
 
@@ -112,7 +112,8 @@ async def main():
     first = FirstPoll(source)
     await asyncio.to_thread(first.wait)
     plan = Plan(model=load_model("meta-llama/Llama-2-7b-hf"))
-    app = make_app(plan, source, interval=3600, first_poll=first)
+    # no job's budget (plain `memtui`): the rows do not wait for an estimate
+    app = make_app(plan, source, interval=3600, first_poll=first, budget_from=None)
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(400):
             await pilot.pause(0.01)
@@ -127,9 +128,9 @@ asyncio.run(main())
 
 
 def test_the_first_frame_is_the_monitors_and_the_estimate_follows() -> None:
-    """The first frame has every GPU row, and says the what-if plan is being estimated: the
-    estimate's half of the estimator was not imported for it. It is imported in a thread
-    right after, then the plan is estimated and drawn."""
+    """With no job's budget, the first frame has every GPU row and says the what-if plan is
+    being estimated: the estimate's half of the estimator was not imported for it. It is
+    imported in a thread right after, then the plan is estimated and drawn."""
     import json
     import os
     import subprocess

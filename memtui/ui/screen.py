@@ -300,11 +300,17 @@ class DashboardScreen(MonitorScreen):
         self._ready = True
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
-        # the first frame is the monitor's (GPU rows, processes, status) and says the what-if
-        # plan is being estimated; the estimate follows right after it (`_first_estimate`)
-        self._reclassify()
-        self._push_telemetry()
-        self.call_after_refresh(self._load_estimator)
+        if self._budget_from is not None:
+            # the start plan is the job's: its budget judges the rows, so the first frame
+            # has it
+            self._first_estimate()
+        else:
+            # no job's budget: the first frame is the monitor's (GPU rows against the cards,
+            # processes, status) and says the what-if plan is being estimated; the estimate
+            # follows right after it
+            self._reclassify()
+            self._push_telemetry()
+            self.call_after_refresh(self._load_estimator)
         if self.poller is not None and not self.poller.gives_up(self.snapshot):
             # no answer taken at compose: poll now, not in a second
             self.poller.start(now=self.polls == 0)
@@ -829,9 +835,8 @@ class DashboardScreen(MonitorScreen):
         return fitted
 
     def _reclassify(self) -> None:
-        """Row statuses against the current budget; notify what the tracker says crossed."""
-        if self._budget_from is not None:
-            return  # the job's budget is the start plan's first estimate: judged from then
+        """Row statuses against the job's budget (the card's where there is none); notify
+        what the tracker says crossed."""
         job = self.job_budget
         budget, judged = (job.budget.total, job.judges) if job is not None else (None, None)
         for notice in self.alerts.update(self.snapshot, budget, self.unit, judged):
