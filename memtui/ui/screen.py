@@ -267,7 +267,7 @@ class DashboardScreen(MonitorScreen):
             fitted = self._fitted_plan(first)
             if fitted is not None and fitted != self.plan:
                 self.edits.follow(self.plan, fitted)
-                self._unfitted, self._plan = self.plan, fitted  # estimated once, in on_mount
+                self._unfitted, self._plan = self.plan, fitted  # estimated once (_first_estimate)
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
         self._layout_classes(self.app.size.width)
         # wide: settings and strategies on the left, GPUs, processes, levers on the right;
@@ -344,11 +344,17 @@ class DashboardScreen(MonitorScreen):
         if self._stack_rule is None:
             return plan
         chosen, why = self._stack_rule(plan)
-        if not self.fit_to_devices:
+        if self._sized:
             self._stack_rule = None
             if why:
                 self.notify(why, title="Plan", timeout=12)
         return chosen
+
+    @property
+    def _sized(self) -> bool:
+        """Nothing is left to size the plan to: it was sized to the GPUs found, could not
+        be, or there is no telemetry to size it by (plan-only)."""
+        return not self.fit_to_devices or self.source is None
 
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
@@ -782,11 +788,11 @@ class DashboardScreen(MonitorScreen):
                             exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
         before = self.plan
-        if fitted is not None and self._stack_rule is not None and self.report is not None:
+        if self._stack_rule is not None and self.report is not None and self._sized:
             # sized: the stack chosen again for the sized plan (its figures are said now),
             # unless the plan was edited since the start (the first estimate chooses it else)
             if before == self._untouched:
-                fitted = self._choose_stack(fitted)
+                fitted = self._choose_stack(fitted if fitted is not None else before)
             else:
                 self._stack_rule = None
         if fitted is not None and fitted != self.plan:
