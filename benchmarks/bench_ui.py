@@ -4,6 +4,7 @@ bare Textual app and nvitop.
     python benchmarks/bench_ui.py                   # the full run: a minute of watching
     python benchmarks/bench_ui.py --duration 15     # shorter watch
     python benchmarks/bench_ui.py --runs 3          # fewer start-up samples
+    python benchmarks/bench_ui.py --start-only --runs 9   # section 1 alone
     python benchmarks/bench_ui.py --soak-only 180 --soak-interval 0.1   # the soak alone
 
 Prints:
@@ -12,7 +13,10 @@ Prints:
    last GPU row, "GPU 7", so the rows are drawn; a bare Textual app: its one label; nvitop:
    its header). Beside them the floor: the bare app that first imports pydantic, defines one
    model and loads pynvml and psutil (what memtui's libraries cost before it does anything).
-   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs.
+   memtui runs live against the fake libnvidia-ml, 8 GPUs, 64 processes; median of --runs,
+   [fastest..slowest], and memtui - bare Textual in each round. With no job's budget its
+   first frame is the monitor's and the what-if plan is estimated right after it: when that
+   plan's verdict ("FITS"/"DOES NOT FIT") is drawn is printed too.
 2. Key press to updated budget: Pilot presses `s` (next strategy) in a headless app; the clock
    stops when the app is idle again (plan replaced, estimate run, widgets updated, repainted).
 3. Watching 8 GPUs x 8 processes at 1 Hz for --duration seconds: memtui and `nvitop -m full
@@ -121,9 +125,16 @@ def scenario(used: int = 60 * GiB) -> dict[str, object]:
 
 
 class Terminal:
-    """A program in a pseudo-terminal; a thread drains its output and watches for a marker."""
+    """A program in a pseudo-terminal; a thread drains its output and watches for a marker
+    (and for a second one, `then`, after it)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], marker: bytes | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        marker: bytes | None = None,
+        then: bytes | None = None,
+    ) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         env = {**env, "TERM": "xterm-256color", "COLUMNS": str(COLS), "LINES": str(ROWS)}
@@ -136,6 +147,9 @@ class Terminal:
         self.marker = marker
         self.seen_at: float | None = None
         self.found = threading.Event()
+        self.then = then
+        self.then_at: float | None = None
+        self.then_found = threading.Event()
         self._text = b""
         threading.Thread(target=self._drain, daemon=True).start()
 
@@ -147,16 +161,28 @@ class Terminal:
                 break
             if not chunk:
                 break
-            if self.marker is not None and self.seen_at is None:
+            waiting = self.marker is not None and self.seen_at is None
+            if waiting or (self.then is not None and self.then_at is None):
                 self._text = (self._text + _ANSI.sub(b"", chunk))[-200_000:]
-                if self.marker in self._text:
-                    self.seen_at = time.perf_counter()
-                    self.found.set()
+                self._look(time.perf_counter())
+
+    def _look(self, now: float) -> None:
+        if self.marker is not None and self.seen_at is None and self.marker in self._text:
+            self.seen_at = now
+            self.found.set()
+        if self.seen_at is not None and self.then is not None and self.then in self._text:
+            self.then_at = now
+            self.then_found.set()
 
     def first_frame(self, timeout: float = 60.0) -> float | None:
         """Seconds from spawn to the marker on screen (None if it never came)."""
         self.found.wait(timeout)
         return None if self.seen_at is None else self.seen_at - self.started
+
+    def then_seen(self, timeout: float = 60.0) -> float | None:
+        """Seconds from spawn to the second marker on screen (None if it never came)."""
+        self.then_found.wait(timeout)
+        return None if self.then_at is None else self.then_at - self.started
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the process (all threads) so far, from /proc/PID/stat."""
@@ -193,23 +219,36 @@ def nvitop_argv() -> list[str] | None:
     return [exe, "-m", "full", "--interval", "1"] if exe else None
 
 
+#: memtui's what-if plan drawn: its row's verdict ("FITS" or "DOES NOT FIT"), which follows the
+#: first frame when no job's budget is given (memtui/ui/screen.py `_load_estimator`).
+PLAN_DRAWN = "memtui: what-if plan drawn"
+
+
 def start_figures(env: dict[str, str], runs: int) -> dict[str, list[float]]:
-    programs: dict[str, tuple[list[str], bytes]] = {
-        "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame"),
-        "floor: + pydantic, pynvml...": ([sys.executable, "-c", FLOOR_APP], b"bare first frame"),
-        "memtui (live, fake NVML)": (memtui_argv(), b"GPU 7"),
+    programs: dict[str, tuple[list[str], bytes, bytes | None]] = {
+        "bare Textual app": ([sys.executable, "-c", BARE_APP], b"bare first frame", None),
+        "floor: + pydantic, pynvml...": (
+            [sys.executable, "-c", FLOOR_APP],
+            b"bare first frame",
+            None,
+        ),
+        "memtui (live, fake NVML)": (memtui_argv(), b"GPU 7", b"FIT"),
     }
     nvitop = nvitop_argv()
     if nvitop:
-        programs["nvitop -m full"] = (nvitop, b"NVITOP")
+        programs["nvitop -m full"] = (nvitop, b"NVITOP", None)
     results: dict[str, list[float]] = {name: [] for name in programs}
+    results[PLAN_DRAWN] = []
     for _ in range(runs):
-        for name, (argv, marker) in programs.items():
-            term = Terminal(argv, env, marker)
+        for name, (argv, marker, then) in programs.items():
+            term = Terminal(argv, env, marker, then)
             seconds = term.first_frame()
+            drawn = term.then_seen() if then is not None and seconds is not None else None
             term.close()
             if seconds is not None:
                 results[name].append(seconds)
+            if drawn is not None:
+                results[PLAN_DRAWN].append(drawn)
     return results
 
 
@@ -343,6 +382,7 @@ def main() -> int:
     parser.add_argument(
         "--soak-only", type=float, metavar="S", help="only the soak (4.), S seconds: 1-3 skipped"
     )
+    parser.add_argument("--start-only", action="store_true", help="only start-up (1.)")
     args = parser.parse_args()
     fake, env = fake_node("memtui-bench-ui-")
     if args.soak_only:
@@ -353,16 +393,22 @@ def main() -> int:
     print("\n1. start to first frame (pseudo-terminal)")
     starts = start_figures(env, args.runs)
     for name, values in starts.items():
-        print(f"   {name:<28} {_median_ms(values)}")
+        spread = f"  [{min(values) * 1000:.0f}..{max(values) * 1000:.0f}]" if values else ""
+        print(f"   {name:<28} {_median_ms(values)}{spread}")
     bare = starts.get("bare Textual app") or []
     mine = starts.get("memtui (live, fake NVML)") or []
     if bare and mine:
         extra = statistics.median(mine) - statistics.median(bare)
-        print(f"   memtui - bare Textual: {extra * 1000:+.0f} ms (target <= +250 ms)")
+        # each round runs the programs one after the other: its difference is the fairest
+        paired = sorted((m - b) * 1000 for m, b in zip(mine, bare, strict=False))
+        print(f"   memtui - bare Textual: {extra * 1000:+.0f} ms (target <= +250 ms); "
+              f"per round {', '.join(f'{d:+.0f}' for d in paired)} ms")  # fmt: skip
     floor = starts.get("floor: + pydantic, pynvml...") or []
     if floor and mine:
         extra = statistics.median(mine) - statistics.median(floor)
         print(f"   memtui - floor (Textual, pydantic, pynvml, psutil): {extra * 1000:+.0f} ms")
+    if args.start_only:
+        return 0
 
     print("\n2. key press (s: next strategy) to updated budget, headless Pilot")
     samples, baseline = asyncio.run(key_latency(args.presses))
@@ -390,9 +436,9 @@ def main() -> int:
     if isinstance(m, dict) and isinstance(n, dict) and n["cpu_s"] > 0 and n["rss_mib"] > 0:
         print(f"   memtui / nvitop: CPU {m['cpu_s'] / n['cpu_s']:.2f}x (target <= 1), "
               f"RSS {m['rss_mib'] / n['rss_mib']:.2f}x (target <= 1.5)")  # fmt: skip
-    floor = watch.get("floor: + pydantic, pynvml, psutil")
-    if isinstance(m, dict) and isinstance(floor, dict):
-        print(f"   memtui - floor: RSS {m['rss_mib'] - floor['rss_mib']:+.0f} MiB")
+    idle_floor = watch.get("floor: + pydantic, pynvml, psutil")
+    if isinstance(m, dict) and isinstance(idle_floor, dict):
+        print(f"   memtui - floor: RSS {m['rss_mib'] - idle_floor['rss_mib']:+.0f} MiB")
 
     if args.soak:
         return soak(fake, env, args.soak, args.soak_interval, args.soak_every)

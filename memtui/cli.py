@@ -19,6 +19,8 @@ from memtui.commands import dashboard, estimate, export, measure, models, plan, 
 from memtui.errors import UsageError
 
 SUBCOMMANDS = (estimate, plan, export, measure, models, watch, snapshot, dashboard)
+#: Each subcommand by the name it registers (its module's).
+COMMANDS = {module.__name__.rpartition(".")[2]: module for module in SUBCOMMANDS}
 #: First tokens that keep argparse's top-level meaning; any other flag starts the dashboard.
 _TOP_LEVEL_FLAGS = {"-h", "--help", "--version"}
 #: A value that starts like a negative number (-7B, -1e3, -.5GB): argparse takes only plain
@@ -46,8 +48,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole CLI, built once; subcommands register themselves."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, built once; subcommands register themselves. With `command`, that
+    subcommand alone registers: it is the one to run, and building every other one's flags
+    took a tenth of the dashboard's start (benchmarks/profile_ui.py)."""
     parser = OneLineParser(
         prog="memtui",
         description="Plan the GPU memory of a fine-tune and watch it live. With no command, "
@@ -56,8 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"memtui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    for name, module in COMMANDS.items():
+        if command is None or name == command:
+            module.register(sub)
     return parser
 
 
@@ -67,10 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # as long as the process); the collector walked them some 60 times while they were made
     gc.disable()
     try:
-        parser = build_parser()
         tokens = list(sys.argv[1:] if argv is None else argv)
         if not tokens or (tokens[0].startswith("-") and tokens[0] not in _TOP_LEVEL_FLAGS):
             tokens.insert(0, "dashboard")  # `memtui [dashboard flags]` is `memtui dashboard`
+        # a known command: its parser alone; else every one (the help, or the error naming
+        # the commands there are)
+        parser = build_parser(tokens[0] if tokens[0] in COMMANDS else None)
         args = parser.parse_args(_attach_negative_values(tokens))
     finally:
         gc.enable()

@@ -70,3 +70,48 @@ def test_the_dashboard_starts_on_the_stack_estimate_chooses(monkeypatch, tmp_pat
     assert app.start_notes == (doc["stack_choice"],)
     named = dashboard.build(parser.parse_args(["--demo", *ONE_GPU_LORA, "--stack", "generic"]))
     assert named._plan.stack.value == "generic" and named.start_notes == ()
+
+
+async def test_the_dashboard_says_the_stack_it_chose_for_the_plan_sized_to_the_gpus(
+    monkeypatch, tmp_path
+):
+    # watching 4 GPUs with no --gpus: the plan is sized to them first, then the stack is
+    # chosen, and the words said are `memtui estimate --gpus 4`'s (the 8-GPU plan's figures,
+    # quoted before the sizing, were another plan's)
+    import argparse
+
+    from ui_helpers import screen_of, wait_for, write_trace
+
+    from memtui.commands import dashboard
+    from memtui.telemetry import SyntheticSource
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    flags = ("--params", "7B", "--precision", "bf16", "--overhead", "none")
+    parser = argparse.ArgumentParser()
+    dashboard.add_dashboard_arguments(parser)
+    eight = run_json(*flags)
+    assert eight["plan"]["hardware"]["gpus_per_node"] == 8  # the plan before it is sized
+    card = eight["plan"]["hardware"]
+    four = SyntheticSource(4, card=card["gpu_name"], total_bytes=card["gpu_memory"], seed=0)
+    trace = write_trace(tmp_path / "four.jsonl", [four.poll()])
+    app = dashboard.build(parser.parse_args(["--replay", str(trace), "--interval", "3600", *flags]))
+    assert app.start_notes == ()  # said by the screen once the plan is sized
+    said: list[tuple[str, str]] = []
+    notify = app.notify
+
+    def seen(message, *args, title="", **kwargs):
+        said.append((title, message))
+        notify(message, *args, title=title, **kwargs)
+
+    app.notify = seen
+    sized = run_json(*flags, "--gpus", "4")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.report is not None)
+        await pilot.pause()
+        assert screen.plan.hardware.gpus_per_node == 4
+        assert screen.plan.stack.value == sized["plan"]["stack"]
+        assert screen.report is not None
+        assert screen.report.budget.total == sized["per_gpu"]["total"]
+    assert [m for t, m in said if t == "Plan"] == [sized["stack_choice"]]
+    assert sized["stack_choice"] != eight["stack_choice"]

@@ -165,6 +165,25 @@ def test_readings_are_na_when_the_gpu_does_not_give_them() -> None:
     assert "SM 1980 MHz" in readings_line(full, "GB") and "67°C" in readings_line(full, "GB")
 
 
+def test_one_formatter_writes_the_sensor_readings_for_every_view() -> None:
+    """memtui/telemetry/readings.py: the dashboard's rows and detail and `watch`'s table
+    write a GPU's temperature and power the same way (NVML's milliwatts as whole watts)."""
+    from memtui.commands.watch import _sensors
+    from memtui.telemetry.readings import power, temperature, watts
+
+    full = _device(0, GB, temperature_c=67, power_mw=412_345, power_limit_mw=700_000)
+    no_limit = _device(0, GB, power_mw=99_600)
+    bare = _device(0, GB)
+    assert (temperature(full), power(full), watts(700_000)) == ("67°C", "412/700 W", "700 W")
+    assert power(no_limit) == "100 W" and temperature(no_limit) is None
+    assert power(bare) is None and temperature(bare) is None
+    assert _sensors(full) == ("67°C", "412/700 W") and _sensors(bare) == ("n/a", "n/a")
+    assert readings_text(full) == "67°C 412/700 W" and readings_text(no_limit) == "100 W"
+    assert "67°C" in readings_line(full, "GB") and "power 412 W of 700 W" in readings_line(
+        full, "GB"
+    )
+
+
 def test_the_alert_log_keeps_near_capacity_after_usage_drops() -> None:
     tracker = AlertTracker(clock=lambda: 0.0)
     budget = None  # no job's budget: the card is the limit

@@ -34,7 +34,7 @@ async def test_the_stack_row_switches_the_books_and_the_budget(replay_trace: Pat
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         panel = app.screen.query_one(SettingsPanel)
         await pilot.press("down")
         assert panel.current_key == "stack"
@@ -59,7 +59,7 @@ async def test_the_strategy_table_marks_what_the_stack_cannot_run(replay_trace: 
     app = make_app(plan, ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         table = " ".join(region_text(app, app.screen.query_one(StrategyTable)).split())
         assert "fsdp - - n/a -" in table  # DeepSpeed runs ZeRO only
         assert "zero2 - -" not in table

@@ -55,7 +55,7 @@ async def test_replay_over_budget_alerts_once_and_marks_the_row(tmp_path: Path) 
     seen = _record_notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         assert not _alert_rows(app)
         assert set(screen.statuses.values()) == {RowStatus.UNDER}
         for polls in (2, 3):  # `r` polls now: the replay steps one line per poll
@@ -78,7 +78,7 @@ async def test_a_plan_change_can_clear_the_alert(tmp_path: Path) -> None:
     app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         assert len(_alert_rows(app)) == 8
         await pilot.press("s")  # fsdp -> shard-grad-op: a larger budget, the job is inside it
         await pilot.pause()
@@ -100,7 +100,7 @@ async def test_fake_nvml_near_capacity_alert(fake_nvml_in_process: Any) -> None:
     seen = _record_notifications(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         # a budget past the card is never "under budget", however little GPU 0 uses yet
         assert by_label(screen.statuses, app) == {
@@ -120,7 +120,7 @@ async def test_lost_gpu_is_said_and_others_keep_updating(tmp_path: Path) -> None
     seen = _record_notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         assert by_label(screen.statuses, app)["3"] is RowStatus.LOST
         assert sum(s is RowStatus.UNDER for s in screen.statuses.values()) == 7
@@ -145,7 +145,7 @@ async def test_keys_keep_working_while_a_poll_blocks() -> None:
         assert screen.polling and screen.snapshot is None
         assert source.calls == 1 and source.max_inside == 1
         source.release.set()
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         assert screen.snapshot is not None
     assert source.max_inside == 1
 
@@ -158,7 +158,7 @@ async def test_a_hung_driver_behind_the_timeout_guard_is_said_and_keys_still_wor
     app = make_app(plan, BoundedSource(inner, timeout_s=0.5), interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         assert screen.snapshot is not None and screen.snapshot.state is SourceState.TIMEOUT
         await pilot.press("s")
         assert screen.plan.strategy is Strategy.fsdp_shard_grad_op
@@ -189,7 +189,7 @@ async def test_near_capacity_uses_warning_and_a_device_error_is_said(tmp_path: P
     app = make_app(plan, ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         assert by_label(screen.statuses, app)["1"] is RowStatus.NEAR_CAPACITY
         assert "MIG devices could not be listed" in text_of(app)

@@ -111,7 +111,7 @@ async def test_a_demo_over_the_default_plan_raises_no_budget_alarm() -> None:
     seen = _record_notifications(app)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         assert set(screen.statuses.values()) == {RowStatus.UNBUDGETED}
         assert "OVER" not in text_of(app)
@@ -131,7 +131,7 @@ async def test_plan_file_at_start_is_the_jobs_budget_with_its_source_named(
     app = dashboard.build(_args("--plan", str(path), "--demo"))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         job = screen.job_budget
         assert job is not None and job.source.kind is BudgetFrom.PLAN_FILE
@@ -146,7 +146,7 @@ async def test_job_files_at_start_are_the_jobs_budget_with_their_source_named() 
     app = dashboard.build(_args("--from", str(config), "--demo"))
     async with app.run_test(size=(160, 50)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         job = screen.job_budget
         assert job is not None and job.source.kind is BudgetFrom.JOB_FILES
@@ -164,7 +164,7 @@ async def test_editing_the_what_if_plan_never_changes_the_jobs_budget_on_the_bar
     seen = _record_notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         job = screen.job_budget
         assert job is not None and set(screen.statuses.values()) == {RowStatus.OVER}

@@ -73,7 +73,7 @@ async def test_64_gpus_on_8_hosts_read_at_120x40(trace: Path) -> None:
     app = make_app(llama_plan(), ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         shown = text_of(app)
         for h in range(1, 9):  # one summary row per host, all on screen
@@ -92,7 +92,7 @@ async def test_64_gpus_on_8_hosts_usable_at_80x24(trace: Path) -> None:
     app = make_app(llama_plan(), ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         seen = text_of(app)
         for _ in range(4):  # whatever is below the fold is a page away

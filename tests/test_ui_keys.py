@@ -71,7 +71,7 @@ async def test_plan_key_changes_plan_and_budget_on_screen(
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         assert field(screen.plan) == before
         await pilot.press(key)
         await pilot.pause()
@@ -158,7 +158,7 @@ async def test_unit_key_switches_gb_and_gib(replay_trace: Path) -> None:
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         assert "GB = 10^9 B" in text_of(app)
         await pilot.press("u")
         await pilot.pause()
@@ -233,7 +233,7 @@ async def test_every_key_with_the_fake_nvml(fake_nvml_in_process: Any) -> None:
     )
     async with app.run_test(size=(80, 24)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         assert screen.plan.hardware.gpus_per_node == 4
         assert screen.plan.hardware.gpu_name == "NVIDIA H100 80GB HBM3"
@@ -254,7 +254,7 @@ async def test_enter_steps_a_setting_or_opens_the_picker_and_pages_scroll(
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.press("enter")  # on the model row: the picker
         await pilot.pause()
         assert isinstance(app.screen, ModelPicker)
@@ -288,7 +288,7 @@ async def test_resizing_across_the_narrow_width_keeps_the_strategy_table(
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         assert "shard-grad-op" in text_of(app)
         for width in (90, 120, 80):
             await pilot.resize_terminal(width, 40)

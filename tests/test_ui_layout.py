@@ -51,7 +51,7 @@ def _panel_lines(app: Any, widget: Any) -> list[str]:
 
 async def _started(app: Any, pilot: Any) -> None:
     screen = screen_of(app)
-    await wait_for(pilot, lambda: screen.snapshot is not None)
+    await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
     await pilot.pause()
 
 

@@ -47,7 +47,7 @@ async def test_what_each_size_shows_at_start(size: tuple[int, int]) -> None:
     app = _app()
     async with app.run_test(size=size) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         text = text_of(app)
         for panel in AT_START[size]:
@@ -61,7 +61,7 @@ async def test_every_panel_is_brought_into_view_by_its_key(size: tuple[int, int]
     app = _app()
     async with app.run_test(size=size) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         for order in (PANELS, tuple(reversed(PANELS))):  # down the page and back up
             for key, panel, _ in order:
                 await pilot.press(key)
@@ -74,7 +74,7 @@ async def test_every_settings_row_and_every_lever_is_reachable(size: tuple[int, 
     app = _app()
     async with app.run_test(size=size) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.press("1", "end")
         await pilot.pause()
         assert SETTINGS[-1].label in text_of(app)
@@ -95,7 +95,7 @@ async def test_lever_costs_are_never_cut_mid_word(size: tuple[int, int]) -> None
     app = _app()
     async with app.run_test(size=size) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.press("5")
         await pilot.pause()
         # the part of the list on screen: inside the main column's visible region

@@ -64,7 +64,7 @@ def _trace(tmp_path: Path, polls: list[list[int]]) -> Path:
 
 async def _start(app, pilot) -> None:  # type: ignore[no-untyped-def]
     screen = screen_of(app)
-    await wait_for(pilot, lambda: screen.snapshot is not None)
+    await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
     await pilot.pause()
 
 
@@ -315,3 +315,38 @@ async def test_readings_from_the_fake_nvml_and_na_for_a_board_without_sensors(
         await pilot.pause()
         shown = text_of(app)
         assert "GPU 0  NVIDIA H100" in shown and "67°C" in shown and "SM 1980 MHz" in shown
+
+
+async def test_a_note_in_the_process_table_is_never_cut(fake_nvml_in_process: Any) -> None:
+    """GPUs busy with no process NVML lists here (a container without --pid=host): at
+    120x40 the note is said once for every GPU it is about, wrapped at words across the
+    table, whole (no ellipsis), and wraps again to a narrower table."""
+    from fake_nvml.harness import gpu
+
+    from memtui.telemetry import NvmlSource
+    from memtui.telemetry.processes import OTHER_NAMESPACE_NOTE
+
+    fake_nvml_in_process.write({"gpus": [gpu(i, used=30 * 2**30) for i in range(4)]})
+    app = make_app(llama_plan(), NvmlSource(), interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _start(app, pilot)
+        lines = [line for line in _table_lines(app) if line]
+        start = next(i for i, line in enumerate(lines) if line.startswith("note: "))
+        said = " ".join(lines[start:])
+        assert said == (
+            "note: GPU 0, 1, 2, 3: memory in use but no process listed: " + OTHER_NAMESPACE_NOTE
+        )
+        assert len(lines) - start > 1 and not any("…" in line for line in lines[start:])
+        width = app.screen.query_one(ProcessTable).content_size.width
+        assert all(len(line) <= width for line in lines)
+        await pilot.resize_terminal(100, 40)
+        await pilot.pause()
+        table = app.screen.query_one(ProcessTable)
+        narrow = table.content_size.width
+        assert narrow < width
+        drawn = app.console.render_lines(table.render(), app.console.options.update_width(narrow))
+        narrower = ["".join(s.text for s in line).rstrip() for line in drawn]
+        start = next(i for i, line in enumerate(narrower) if line.startswith("note: "))
+        assert " ".join(narrower[start:]) == said
+        assert all(len(line) <= narrow for line in narrower)
+        assert table.virtual_size.height == len(narrower)  # laid out at its drawn height

@@ -48,7 +48,7 @@ async def test_external_strings_are_escaped_text_everywhere_on_the_dashboard(
     # wide enough for the process table's whole command
     async with app.run_test(size=(240, 60), notifications=True) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await wait_for(pilot, lambda: "x\\x1b[2J[b]y" in text_of(app))  # the lost GPU's toast
         shown = text_of(app)
         assert "\x1b" not in shown and "\x07" not in shown

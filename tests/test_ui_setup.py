@@ -247,19 +247,19 @@ async def test_picking_a_model_the_lora_targets_miss_keeps_the_plan() -> None:
 async def test_a_plan_the_estimator_rejects_keeps_the_previous_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memtui.ui import screen as screen_module
+    import memtui.estimator as estimator_module  # the screen calls its `estimate`
 
     app = make_app(llama_plan())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        real = screen_module.estimate
+        real = estimator_module.estimate
 
         def picky(plan: Any) -> Any:
             if plan.micro_batch > 1:
                 raise ValueError("no such micro-batch here")
             return real(plan)
 
-        monkeypatch.setattr(screen_module, "estimate", picky)
+        monkeypatch.setattr(estimator_module, "estimate", picky)
         await pilot.press("plus")
         await pilot.pause()
         assert app.is_running and screen.plan.micro_batch == 1
@@ -322,7 +322,7 @@ async def test_replay_fits_the_plan_to_the_traces_gpus(tmp_path: Path) -> None:
     app = dashboard.build(_args("--replay", str(trace), "--interval", "3600"))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
         assert screen.plan.hardware.gpus_per_node == 4
         assert screen.plan.hardware.gpu_memory == 42_949_672_960

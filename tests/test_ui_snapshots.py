@@ -30,7 +30,7 @@ def _first_poll(app: Any) -> Any:
     async def run_before(pilot: Any) -> None:
         screen = screen_of(app)
         if screen.source is not None:
-            await wait_for(pilot, lambda: screen.polls >= 1)
+            await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.pause()
 
     return run_before

@@ -47,8 +47,9 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI's poll answered before the screen composed: the rows are composed with the
-    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it."""
-    from memtui.ui import screen as screen_module
+    screen, the plan is fitted to the trace's GPUs, and the estimator runs once for it (the
+    plan given is the job's budget here: the first frame has it)."""
+    import memtui.estimator as estimator_module  # the screen calls its `estimate`
 
     a100 = SyntheticSource(4, card="NVIDIA A100-SXM4-40GB", total_bytes=42_949_672_960, seed=0)
     trace = write_trace(tmp_path / "a100.jsonl", [a100.poll()])
@@ -56,13 +57,13 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
     first = FirstPoll(source)
     await asyncio.to_thread(first.wait)
     plans: list[Any] = []
-    real_estimate = screen_module.estimate
+    real_estimate = estimator_module.estimate
 
     def counting(plan: Any) -> Any:
         plans.append(plan)
         return real_estimate(plan)
 
-    monkeypatch.setattr(screen_module, "estimate", counting)
+    monkeypatch.setattr(estimator_module, "estimate", counting)
     app = make_app(
         llama_plan(),
         source,
@@ -80,6 +81,73 @@ async def test_a_first_poll_that_answered_is_the_first_frame(
         await pilot.pause()
         assert "GPU 3" in text_of(app) and "DOES NOT FIT" in text_of(app)
         assert len(plans) == 1  # and no second estimate when the worker's poll came back
+
+
+#: Run in a fresh interpreter (nothing of the estimate's half loaded yet, as in `memtui`): the
+#: screen as it is when the first frame has been drawn, then once the estimate came.
+FIRST_FRAME = r"""
+import asyncio, json, sys
+from memtui.estimator import Plan
+from memtui.estimator.model_source import load_model
+from memtui.telemetry import FirstPoll, SyntheticSource
+from memtui.ui import make_app
+from memtui.ui.screen import ESTIMATE_MODULE, DashboardScreen
+
+seen = {}
+load = DashboardScreen._load_estimator
+
+def text(app):
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+def after_first_frame(self):
+    seen["first"] = {"loaded": ESTIMATE_MODULE in sys.modules, "estimated": self.report is not None,
+                     "text": text(self.app)}
+    load(self)
+
+DashboardScreen._load_estimator = after_first_frame
+
+async def main():
+    source = SyntheticSource(8, seed=0)
+    first = FirstPoll(source)
+    await asyncio.to_thread(first.wait)
+    plan = Plan(model=load_model("meta-llama/Llama-2-7b-hf"))
+    # no job's budget (plain `memtui`): the rows do not wait for an estimate
+    app = make_app(plan, source, interval=3600, first_poll=first, budget_from=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(400):
+            await pilot.pause(0.01)
+            if app.screen.report is not None:
+                break
+        await pilot.pause()
+        seen["then"] = {"estimated": app.screen.report is not None, "text": text(app)}
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_frame_is_the_monitors_and_the_estimate_follows() -> None:
+    """With no job's budget, the first frame has every GPU row and says the what-if plan is
+    being estimated: the estimate's half of the estimator was not imported for it. It is
+    imported in a thread right after, then the plan is estimated and drawn."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    first, then = seen["first"], seen["then"]
+    assert not first["loaded"] and not first["estimated"]
+    assert "GPU 7" in first["text"] and "What-if plan: estimating its budget" in first["text"]
+    assert "Settings: estimating the what-if plan" in first["text"]
+    assert then["estimated"] and "estimating" not in then["text"]
+    assert "FITS" in then["text"] and "GPU 7" in then["text"]
 
 
 async def test_a_first_poll_still_running_is_waited_for_off_the_event_loop() -> None:
@@ -100,7 +168,7 @@ async def test_a_first_poll_still_running_is_waited_for_off_the_event_loop() -> 
         assert screen.polling and screen.snapshot is None
         assert source.calls == 1 and source.max_inside == 1
         source.release.set()
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         assert len(_device_rows(app)) == 8
     assert source.max_inside == 1
@@ -157,7 +225,7 @@ async def test_a_replay_holding_no_snapshots_says_why_on_the_status_line(
     app = make_app(llama_plan(), ReplaySource(trace, speed=None), interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.snapshot is not None)
+        await wait_for(pilot, lambda: screen.snapshot is not None and screen.report is not None)
         await pilot.pause()
         assert screen.snapshot is not None and screen.snapshot.state is SourceState.ERROR
         shown = _flat(region_text(app, app.screen.query_one(StatusLine)))
@@ -186,7 +254,7 @@ async def test_a_replayed_failure_is_said_as_recorded_and_the_replay_goes_on(
     app = make_app(plan, source, interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = screen_of(app)
-        await wait_for(pilot, lambda: screen.polls >= 1)
+        await wait_for(pilot, lambda: screen.polls >= 1 and screen.report is not None)
         await pilot.press("r")  # the next line: the recorded failure
         await wait_for(pilot, lambda: screen.polls >= 2)
         await pilot.pause()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # types only: importing them here would load Textual and pyda
     from memtui.telemetry import TelemetrySource
     from memtui.ui.app import MemtuiApp
     from memtui.ui.budgets import BudgetSource
+    from memtui.ui.screen import StackRule
 
 DEFAULT_SAVE = "memtui-plan.toml"
 
@@ -101,12 +103,22 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     if args.snapshot and not Path(args.snapshot).is_file():
         raise UsageError(f"--snapshot {args.snapshot}: no such file")
 
-    from memtui.commands.default_stack import choose
+    from memtui.commands.default_stack import choose, named
 
     # no --stack (and no file naming one): the most demanding framework stack that runs the
-    # plan, as `memtui estimate` chooses it (memtui/commands/default_stack.py), said at start
-    chosen = choose(args, *plan_and_import(args))
-    plan, imported = chosen.plan, chosen.imported
+    # plan, as `memtui estimate` chooses it (memtui/commands/default_stack.py). Watching a
+    # node, the screen applies the rule with the first estimate (after the first frame) and
+    # again to the plan sized to the GPUs found, and says it then (its figures are the sized
+    # plan's); a demo node is built from the plan, so it is chosen here
+    plan, imported = plan_and_import(args)
+    rule: StackRule | None = None
+    notes: tuple[str, ...] = ()
+    if first is not None:
+        if not named(args, imported):
+            rule = partial(_stack_rule, args)
+    else:
+        chosen = choose(args, plan, imported)
+        plan, notes = chosen.plan, (chosen.why,) if chosen.why else ()
     from memtui.commands.export import origin_of
 
     origin = origin_of(args)  # the --from config the export key edits
@@ -139,8 +151,18 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         origin=origin,
         budget_from=_budget_from(args),
         preferences=preferences,
-        start_notes=(chosen.why,) if chosen.why else (),
+        start_notes=notes,
+        stack_rule=rule,
     )
+
+
+def _stack_rule(args: argparse.Namespace, plan: Plan) -> tuple[Plan, str]:
+    """The dashboard's what-if plan under the stack `memtui estimate` would choose for it,
+    and why (memtui/commands/default_stack.py)."""
+    from memtui.commands.default_stack import choose
+
+    chosen = choose(args, plan, None)
+    return chosen.plan, chosen.why
 
 
 def _budget_from(args: argparse.Namespace) -> BudgetSource | None:

@@ -50,12 +50,17 @@ def _installed(names: tuple[str, ...]) -> bool:
         return False
 
 
+def named(args: argparse.Namespace, imported: Imported | None) -> bool:
+    """True when the plan's stack was named: a flag, the job's files, a saved --plan."""
+    return args.stack is not None or imported is not None or bool(getattr(args, "plan", None))
+
+
 def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> Chosen:
-    """`plan` as is when its stack was named (a flag, the job's files, a saved --plan), else
-    `plan` under the stack the rule chooses."""
+    """`plan` as is when its stack was named (`named`), else `plan` under the stack the
+    rule chooses."""
     from memtui.estimator.budget import per_gpu_total
 
-    if args.stack is not None or imported is not None or getattr(args, "plan", None):
+    if named(args, imported):
         return Chosen(plan, imported)
     stacks = list(FRAMEWORKS)
     where = "the framework stacks"

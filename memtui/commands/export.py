@@ -169,10 +169,10 @@ def origin_of(args: argparse.Namespace) -> Origin | None:
     """The --from config the export edits (of --format, else the first config; of --format,
     also one a --from launch script names), with the plan the files alone import to (over
     --plan or memtui's defaults, without the flags)."""
-    from memtui.plans.roundtrip import Origin, config_file
-
     if not getattr(args, "from_files", None):
         return None
+    from memtui.plans.roundtrip import Origin, config_file
+
     fmt = getattr(args, "format", None)
     file = config_file(list(args.from_files), fmt, Path.cwd())
     if file is None and fmt is not None:  # a config a --from launch script names

@@ -246,17 +246,10 @@ WIDE_CLUSTER_TABLE = 150
 
 
 def _sensors(d: DeviceSnapshot) -> tuple[str, str]:
-    """The Temp and Power cells of a GPU's row."""
-    temp = "n/a" if d.temperature_c is None else f"{d.temperature_c}°C"
-    return temp, _power(d.power_mw, d.power_limit_mw)
+    """The Temp and Power cells of a GPU's row ("67°C", "412/700 W"; "n/a" unread)."""
+    from memtui.telemetry.readings import power, temperature
 
-
-def _power(draw_mw: int | None, limit_mw: int | None) -> str:
-    """Power draw (and the enforced limit, when read) in watts: "412/700 W"."""
-    if draw_mw is None:
-        return "n/a"
-    watts = f"{draw_mw / 1000:.0f}"
-    return f"{watts}/{limit_mw / 1000:.0f} W" if limit_mw else f"{watts} W"
+    return temperature(d) or "n/a", power(d) or "n/a"
 
 
 def _percent(value: int | None) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 
 from memtui.estimator.knobs import sections
 from memtui.estimator.plan import Plan
-from memtui.estimator.stacks import STACKS
 
 SECTIONS = frozenset(sections(Plan))
 """The plan's nested sections, set field by field."""
@@ -74,6 +73,10 @@ def merge(base: Plan, layers: Sequence[PlanLayer]) -> Merged:
             setter[key] = layer
     notes: list[str] = []
     if "stack" in setter:  # a stack chosen above the base brings what it runs
+        # the stacks' books load here, when a stack is chosen: a plan built without one
+        # (the dashboard's, before its first frame) does not wait for them
+        from memtui.estimator.stacks import STACKS
+
         stack = STACKS[merged["stack"]]
         for key, value in stack.suited(_unchecked(base, merged)).items():
             by = setter.get(key)

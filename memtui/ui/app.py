@@ -25,7 +25,7 @@ from memtui.text import LINE, shown
 from memtui.ui.budgets import GIVEN, BudgetSource
 from memtui.ui.preferences import Loaded, Remember
 from memtui.ui.preferences import save as save_preferences
-from memtui.ui.screen import DashboardScreen
+from memtui.ui.screen import DashboardScreen, StackRule
 from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
 
@@ -68,8 +68,10 @@ class MemtuiApp(App[None]):
         budget_from: BudgetSource | None = GIVEN,
         preferences: Loaded | None = None,
         start_notes: tuple[str, ...] = (),
+        stack_rule: StackRule | None = None,
     ) -> None:
         super().__init__()
+        self._stack_rule = stack_rule
         self.start_notes = start_notes
         """What the plan rests on, said once at start (the stack memtui chose, and why)."""
         self.preferences = preferences
@@ -142,6 +144,7 @@ class MemtuiApp(App[None]):
             first_poll=self._first_poll,
             origin=self._origin,
             budget_from=self._budget_from,
+            stack_rule=self._stack_rule,
         )
         if self.preferences is not None:
             kept = self.preferences.preferences
@@ -230,6 +233,7 @@ def make_app(
     budget_from: BudgetSource | None = GIVEN,
     preferences: Loaded | None = None,
     start_notes: tuple[str, ...] = (),
+    stack_rule: StackRule | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -241,7 +245,9 @@ def make_app(
     where `plan` came from when it is the running job's budget (`GIVEN` by default; None: no
     job's budget, the GPU rows show capacity only, memtui/ui/budgets.py); `preferences` the
     user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update;
-    `start_notes` what the plan rests on, said once at start."""
+    `start_notes` what the plan rests on, said once at start; `stack_rule` the stack for a
+    plan whose user named none (memtui/commands/default_stack.py), applied with the first
+    estimate and to the plan sized to the GPUs found, and said then."""
     return MemtuiApp(
         plan,
         source,
@@ -258,4 +264,5 @@ def make_app(
         budget_from=budget_from,
         preferences=preferences,
         start_notes=start_notes,
+        stack_rule=stack_rule,
     )

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from memtui.estimator import Budget, Plan
+from memtui.estimator import Plan
 from memtui.telemetry import DeviceSnapshot
 from memtui.text import shown
 from memtui.ui.units import num
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Budget
 
 
 class BudgetFrom(str, Enum):

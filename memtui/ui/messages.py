@@ -106,3 +106,8 @@ class PlanExists(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class EstimatorLoaded(Message):
+    """The estimate's half of the estimator finished importing in a thread (after the first
+    frame): the screen runs the what-if plan's first estimate."""

@@ -13,6 +13,9 @@ memtui/ui/job_keys.py, whose answers come back as messages too (`JobsFound`, `Jo
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -23,7 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 
-from memtui.estimator import ModelSpec, Plan, Report, estimate
+from memtui.estimator import ModelSpec, Plan
 from memtui.telemetry import (
     ClusterSnapshot,
     DeviceKey,
@@ -33,7 +36,6 @@ from memtui.telemetry import (
 )
 from memtui.ui.alerts import AlertTracker, Notice
 from memtui.ui.budgets import GIVEN, BudgetFrom, BudgetSource, JobBudget
-from memtui.ui.fastest_screen import FastestFound, FastestScreen, find_fastest
 from memtui.ui.fit import fit_plan
 from memtui.ui.gpu_state import GpuHistory, RowStatus
 from memtui.ui.job_keys import (
@@ -45,6 +47,7 @@ from memtui.ui.job_keys import (
     write_plan,
 )
 from memtui.ui.messages import (
+    EstimatorLoaded,
     ExportWritten,
     JobPlanned,
     JobsFound,
@@ -80,7 +83,17 @@ from memtui.ui.widgets.status_line import StatusLine, StatusView
 from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
 if TYPE_CHECKING:
+    from memtui.estimator import Report
     from memtui.plans.roundtrip import Origin
+    from memtui.ui.fastest_screen import FastestFound
+
+#: The what-if plan under the stack a rule chooses, and the rule's words (the CLI's, for a
+#: plan whose user named no stack: memtui/commands/default_stack.py).
+StackRule = Callable[[Plan], tuple[Plan, str]]
+
+#: The estimate's half of the estimator (memtui/estimator/__init__.py): imported after the
+#: first frame, in a thread, when nothing loaded it before.
+ESTIMATE_MODULE = "memtui.estimator.budget"
 
 #: Below this width the screen switches to its narrow layout (settings on top, one line a GPU).
 NARROW_BELOW = 100
@@ -199,8 +212,12 @@ class DashboardScreen(MonitorScreen):
         first_poll: FirstPoll | None = None,
         origin: Origin | None = None,
         budget_from: BudgetSource | None = GIVEN,
+        stack_rule: StackRule | None = None,
     ) -> None:
         super().__init__()
+        # applied with the first estimate, again when the plan is sized to the GPUs found,
+        # and said then: its figures are the sized plan's
+        self._stack_rule = stack_rule
         self.job_budget: JobBudget | None = None
         """What the GPU rows and alarms are judged against (None: capacity only); never
         changed by editing the what-if plan (`plan`)."""
@@ -250,8 +267,9 @@ class DashboardScreen(MonitorScreen):
             fitted = self._fitted_plan(first)
             if fitted is not None and fitted != self.plan:
                 self.edits.follow(self.plan, fitted)
-                self._unfitted, self._plan = self.plan, fitted  # estimated once, in on_mount
+                self._unfitted, self._plan = self.plan, fitted  # estimated once (_first_estimate)
         devices = len(self.snapshot.devices) if self.snapshot is not None else 0
+        self._layout_classes(self.app.size.width)
         # wide: settings and strategies on the left, GPUs, processes, levers on the right;
         # narrow: the strategy table under the GPUs. CSS cannot move a widget between
         # containers, so there is one table in each place and the `-narrow` class shows one;
@@ -282,23 +300,78 @@ class DashboardScreen(MonitorScreen):
         self._ready = True
         self._apply_width(self.app.size.width)
         self.query_one(SettingsPanel).focus()
-        self._recompute(previous=self._unfitted)
-        self._untouched = self.plan
+        if self._budget_from is not None:
+            # the start plan is the job's: its budget judges the rows, so the first frame
+            # has it
+            self._first_estimate()
+        else:
+            # no job's budget: the first frame is the monitor's (GPU rows against the cards,
+            # processes, status) and says the what-if plan is being estimated; the estimate
+            # follows right after it
+            self._reclassify()
+            self._push_telemetry()
+            self.call_after_refresh(self._load_estimator)
         if self.poller is not None and not self.poller.gives_up(self.snapshot):
             # no answer taken at compose: poll now, not in a second
             self.poller.start(now=self.polls == 0)
 
+    def _load_estimator(self) -> None:
+        """After the first frame: the first estimate, once the estimate's half of the
+        estimator is loaded (in a thread when it is not: a third of the estimator's import
+        time, which the first frame did not wait for and the event loop does not either)."""
+        if ESTIMATE_MODULE in sys.modules:  # e.g. the demo node was sized by an estimate
+            self._first_estimate()
+            return
+
+        def load() -> None:
+            importlib.import_module(ESTIMATE_MODULE)
+            self.post_message(EstimatorLoaded())
+
+        self.run_worker(load, thread=True, group="estimator")
+
+    def on_estimator_loaded(self, _message: EstimatorLoaded) -> None:
+        self._first_estimate()
+
+    def _first_estimate(self) -> None:
+        if self.report is not None:
+            return  # a key or the plan's sizing to the GPUs estimated it first
+        self._recompute(previous=self._unfitted)
+
+    def _choose_stack(self, plan: Plan) -> Plan:
+        """`plan` under the stack rule's choice (as it is with no rule). The rule's words
+        are said once the plan is sized to the GPUs found (or nothing is left to size), so
+        its figures are the plan's on screen."""
+        if self._stack_rule is None:
+            return plan
+        chosen, why = self._stack_rule(plan)
+        if self._sized:
+            self._stack_rule = None
+            if why:
+                self.notify(why, title="Plan", timeout=12)
+        return chosen
+
+    @property
+    def _sized(self) -> bool:
+        """Nothing is left to size the plan to: it was sized to the GPUs found, could not
+        be, or there is no telemetry to size it by (plan-only)."""
+        return not self.fit_to_devices or self.source is None
+
     def on_resize(self) -> None:
         self._apply_width(self.size.width)
 
-    def _apply_width(self, width: int) -> None:
-        narrow = width < NARROW_BELOW
-        self.set_class(narrow, "-narrow")
+    def _layout_classes(self, width: int) -> None:
+        """The layout's classes for the terminal's size (memtui.tcss). Set in `compose` too,
+        so the first styling has them: each one set later restyles every widget."""
+        self.set_class(width < NARROW_BELOW, "-narrow")
         self.set_class(width >= WIDE_FROM, "-wide")
         # under 120 columns the footer's secondary keys do not fit; under 50 lines the
-        # process list gives the levers room (memtui.tcss)
+        # process list gives the levers room
         self.set_class(width < FULL_FOOTER_FROM, "-short-footer")
         self.set_class(self.app.size.height < TALL_FROM, "-short")
+
+    def _apply_width(self, width: int) -> None:
+        narrow = width < NARROW_BELOW
+        self._layout_classes(width)
         self.query_one(SettingsPanel).narrow = narrow
         self.query_one(GpuPanel).narrow = narrow
         for row in self.query("GpuRow"):
@@ -331,6 +404,11 @@ class DashboardScreen(MonitorScreen):
         refused it and `previous` was put back."""
         # the one place the UI calls the estimator:
         # docs/architecture.md, "One call to the estimator in the UI"
+        from memtui.estimator import estimate  # loaded after the first frame (`_load_estimator`)
+
+        if self.report is None:  # the first estimate: the stack the rule chooses, if any
+            unchosen, self._plan = self._plan, self._choose_stack(self._plan)
+            self.edits.follow(unchosen, self._plan)  # not an edit to undo
         accepted = True
         try:
             report = estimate(self._plan)
@@ -344,6 +422,8 @@ class DashboardScreen(MonitorScreen):
             if self.report is not None:
                 return accepted
             report = estimate(previous)  # the plan fitted at start-up: fall back to the given
+        if self.report is None:
+            self._untouched = self._plan  # the what-if plan as started, until edited
         self.report = report
         if self._budget_from is not None:  # the plan given at start is the job's
             self.job_budget = JobBudget(self._plan, report.budget, self._budget_from)
@@ -367,10 +447,10 @@ class DashboardScreen(MonitorScreen):
         )
 
     def _push_telemetry(self) -> None:
-        if self.report is None or not self._ready:
+        if not self._ready:
             return
         self.query_one(GpuPanel).view = PanelView(
-            budget=self.report.budget,
+            budget=self.report.budget if self.report is not None else None,
             unit=self.unit,
             snapshot=self.snapshot,
             statuses=dict(self.statuses),
@@ -559,11 +639,15 @@ class DashboardScreen(MonitorScreen):
 
     def action_fastest(self) -> None:
         """`v`: the fastest plans that fit, searched in a thread worker (FastestFound)."""
+        from memtui.ui.fastest_screen import find_fastest
+
         self.run_worker(partial(find_fastest, self.post_message, self.plan),
                         thread=True, exclusive=True, group="fastest")  # fmt: skip
 
-    @on(FastestFound)
-    def _on_fastest_found(self, message: FastestFound) -> None:
+    def on_fastest_found(self, message: FastestFound) -> None:
+        # by its handler name: the search's module loads with the `v` key, not at start
+        from memtui.ui.fastest_screen import FastestScreen
+
         if message.found.base != self.plan:
             return  # the plan moved while the search ran: its answer is for another plan
 
@@ -704,6 +788,13 @@ class DashboardScreen(MonitorScreen):
                             exclusive=True, group="jobs")  # fmt: skip
         fitted = self._fitted_plan(snapshot) if self.source is not None else None
         before = self.plan
+        if self._stack_rule is not None and self.report is not None and self._sized:
+            # sized: the stack chosen again for the sized plan (its figures are said now),
+            # unless the plan was edited since the start (the first estimate chooses it else)
+            if before == self._untouched:
+                fitted = self._choose_stack(fitted if fitted is not None else before)
+            else:
+                self._stack_rule = None
         if fitted is not None and fitted != self.plan:
             job = self.job_budget
             if job is not None and job.source.kind.at_start and job.plan == self.plan:
@@ -750,9 +841,8 @@ class DashboardScreen(MonitorScreen):
         return fitted
 
     def _reclassify(self) -> None:
-        """Row statuses against the current budget; notify what the tracker says crossed."""
-        if self.report is None:
-            return
+        """Row statuses against the job's budget (the card's where there is none); notify
+        what the tracker says crossed."""
         job = self.job_budget
         budget, judged = (job.budget.total, job.judges) if job is not None else (None, None)
         for notice in self.alerts.update(self.snapshot, budget, self.unit, judged):

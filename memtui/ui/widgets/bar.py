@@ -12,11 +12,13 @@ differ as well as the colours, so the bar still reads with NO_COLOR.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
 
-from memtui.estimator import Term
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Term
 
 USED, PLANNED, OVER, TRACK, MARK, BEYOND = "█", "░", "█", "·", "│", "▶"
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -15,15 +15,18 @@ Where the job's budget came from is a path or a command line from outside: escap
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
-from memtui.estimator import Budget
 from memtui.ui.budgets import JobBudget, comparison, source_line
 from memtui.ui.widgets.view_widget import ViewWidget
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Budget
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.reactive import reactive
 
-from memtui.estimator import Communication
 from memtui.estimator.units import ceil_div
 from memtui.ui.units import size
 from memtui.ui.widgets.view_widget import ViewWidget
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Communication
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from rich.text import Text
 from textual.reactive import reactive
 
 from memtui.telemetry import DeviceSnapshot
+from memtui.telemetry.readings import watts
 from memtui.text import shown
 from memtui.ui.trends import Projection, Sample
 from memtui.ui.units import num, size
@@ -104,8 +105,8 @@ def _value(value: int | None, suffix: str) -> str:
 
 def readings_line(device: DeviceSnapshot, unit: str) -> str:
     """Every reading, each "n/a" when the GPU does not give it."""
-    power = "n/a" if device.power_mw is None else f"{device.power_mw / 1000:.0f} W"
-    limit = "n/a" if device.power_limit_mw is None else f"{device.power_limit_mw / 1000:.0f} W"
+    power = "n/a" if device.power_mw is None else watts(device.power_mw)
+    limit = "n/a" if device.power_limit_mw is None else watts(device.power_limit_mw)
     return (
         f"memory {num(device.memory_used, unit)}/{size(device.memory_total, unit)} used, "
         f"{size(device.memory_free, unit)} free, reserved {size(device.memory_reserved, unit)}"

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
 
-from memtui.estimator import Budget, TermKind
+from memtui.estimator import TermKind
 from memtui.estimator.objectives import OBJECTIVE_TERMS
 from memtui.telemetry import ClusterSnapshot, DeviceKey
 from memtui.ui.budgets import JobBudget
@@ -32,7 +32,12 @@ from memtui.ui.widgets.legend import Legend
 from memtui.ui.widgets.view_widget import redraw_on_theme_change
 
 if TYPE_CHECKING:
+    from memtui.estimator import Budget
     from memtui.ui.widgets.cluster_rows import ClusterRows
+
+
+#: The legend until the what-if plan's first estimate, which follows the first frame.
+ESTIMATING = "What-if plan: estimating its budget..."
 
 
 def _without_background(style: Style) -> Style:
@@ -51,8 +56,9 @@ def _without_background(style: Style) -> Style:
 class PanelView:
     """What the panel shows; replaced whole by the screen."""
 
-    budget: Budget
-    """The what-if plan's: the legend and the plan's own bar."""
+    budget: Budget | None
+    """The what-if plan's: the legend and the plan's own bar (None: not estimated yet, in
+    the first frame; the GPU rows do not wait for it)."""
     unit: str
     snapshot: ClusterSnapshot | None = None
     job: JobBudget | None = None
@@ -136,9 +142,10 @@ class GpuPanel(Vertical):
         self.query_one(Legend).show(self._legend(view))
         width = max(1, self.query_one(Legend).size.width)
         styles = self.row_styles()
-        self.query_one("#plan-row", GpuRow).data = RowData(
-            budget=view.budget, unit=view.unit, styles=styles
-        )
+        if view.budget is not None:
+            self.query_one("#plan-row", GpuRow).data = RowData(
+                budget=view.budget, unit=view.unit, styles=styles
+            )
         snapshot = view.snapshot
         many = snapshot is not None and len(snapshot.nodes) > 1
         self.set_class(many, "-cluster")
@@ -202,6 +209,8 @@ class GpuPanel(Vertical):
         """The legend's variants, as words: long labels, short labels, and short labels
         without "rows: used/..." (the legend draws the first that fits two lines)."""
         unit = view.unit
+        if view.budget is None:
+            return [[Text(w) for w in ESTIMATING.split()]]
         scale = "10^9" if unit == "GB" else "2^30"
         styles = self.legend_styles()
         total = Text(f"Budget per GPU {num(view.budget.total, unit)} {unit}", "bold")

@@ -19,18 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from memtui.estimator import Budget
 from memtui.telemetry import DeviceSnapshot
+from memtui.telemetry.readings import power, temperature
 from memtui.text import shown
 from memtui.ui.gpu_state import HISTORY, RowStatus
 from memtui.ui.units import num
 from memtui.ui.widgets.bar import render_bar, sparkline
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Budget
 
 _SHORT = {
     RowStatus.UNDER: "ok",
@@ -256,16 +260,9 @@ def _numbers(data: RowData, unit: str, style: Callable[[str], Style], room: int)
 def _readings(device: DeviceSnapshot) -> dict[str, str]:
     """Utilisation, temperature and power as a row shows them ("util 93%", "67°C",
     "412/700 W"), each left out when the GPU does not give it."""
-    parts = {}
-    if device.utilization_gpu is not None:
-        parts["util"] = f"util {device.utilization_gpu}%"
-    if device.temperature_c is not None:
-        parts["temp"] = f"{device.temperature_c}°C"
-    if device.power_mw is not None:
-        limit = device.power_limit_mw
-        watts = f"{device.power_mw / 1000:.0f}"
-        parts["power"] = f"{watts}/{limit / 1000:.0f} W" if limit else f"{watts} W"
-    return parts
+    util = None if device.utilization_gpu is None else f"util {device.utilization_gpu}%"
+    parts = {"util": util, "temp": temperature(device), "power": power(device)}
+    return {name: text for name, text in parts.items() if text is not None}
 
 
 def readings_text(device: DeviceSnapshot) -> str:

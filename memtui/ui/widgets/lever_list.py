@@ -9,20 +9,18 @@ applicable (docs/architecture.md, "Where each formula lives").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
-from memtui.estimator import Lever
-from memtui.estimator.report import LeverState
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
 
-_SAID = {LeverState.applied: "on", LeverState.not_applicable: "n/a"}
-"""A lever's state where a pending one shows its saving."""
+if TYPE_CHECKING:  # the report's models: loaded with the first estimate, after the first frame
+    from memtui.estimator import Lever
 
 #: The list's width from which the cost is a column beside the saving (the 160-column layout).
 SIDE_BY_SIDE_FROM = 100
@@ -58,6 +56,10 @@ class LeverList(ViewWidget):
     def watch_view(self, view: LeverView | None) -> None:
         if view is None:
             return
+        from memtui.estimator.report import LeverState  # loaded: the view is a report's
+
+        # a lever's state where a pending one shows its saving
+        said = {LeverState.applied: "on", LeverState.not_applicable: "n/a"}
         on = self.get_component_rich_style("lever-list--on")
         pending = self.get_component_rich_style("lever-list--pending")
         saves = f"Saves {view.unit}, time"
@@ -79,7 +81,7 @@ class LeverList(ViewWidget):
         for lever in view.levers:
             # the state in place of the saving: a lever on or not applicable saves nothing
             is_pending = lever.state is LeverState.pending
-            saving = num(lever.saves_bytes, view.unit) if is_pending else _SAID[lever.state]
+            saving = num(lever.saves_bytes, view.unit) if is_pending else said[lever.state]
             # the step-time change in percent beside it (the seconds are in `estimate`'s table)
             if lever.percent_change is not None:
                 saving = f"{saving} {lever.percent_change:+.0f}%"

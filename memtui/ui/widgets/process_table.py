@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar, NamedTuple
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, chop_cells, set_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -89,14 +89,16 @@ class ProcessRow(NamedTuple):
 
 
 def process_rows(view: ProcessView) -> tuple[list[ProcessRow], list[str]]:
-    """The table's process rows in the snapshot's order, and its notes (escaped text)."""
-    notes: list[str] = []
+    """The table's process rows in the snapshot's order, and its notes (escaped text): one
+    a distinct note, naming every GPU it is about ("GPU 0, 1, 2: ..."), so a node whose GPUs
+    all say the same is told once."""
+    notes: dict[str, list[str]] = {}  # a note's text: the GPUs it is about, in order
     rows: list[ProcessRow] = []
     for i, device in enumerate(view.devices or ()):
         key = view.keys[i] if i < len(view.keys) else DeviceKey("", device.ident)
         name = device.label if view.hosts is None else f"{view.hosts[i]}/{device.label}"
         if device.processes is None:
-            notes.append(f"GPU {name}: {device.processes_note or 'list unreadable'}")
+            notes.setdefault(device.processes_note or "list unreadable", []).append(name)
             continue
         if not device.processes and device.workload:
             cells = (name, "", "", "", device.workload)
@@ -106,8 +108,9 @@ def process_rows(view: ProcessView) -> tuple[list[ProcessRow], list[str]]:
             cells = (name, str(p.pid), p.user or "?", num(p.used_bytes, view.unit), program)
             rows.append(ProcessRow(key, p.pid, p.used_bytes or 0, _cells(cells)))
         if device.processes_note:
-            notes.append(f"GPU {name}: {device.processes_note}")
-    return rows, [_cell(f"note: {note}") for note in notes]
+            notes.setdefault(device.processes_note, []).append(name)
+    said = [f"note: GPU {', '.join(gpus)}: {note}" for note, gpus in notes.items()]
+    return rows, [_cell(note) for note in said]
 
 
 def arranged(
@@ -134,7 +137,8 @@ class Columns:
     Table of no_wrap columns draws (columns two cells apart, the last one taking what is
     left, cut with an ellipsis), without measuring every cell of every row twice. For 64
     processes the Table took 22 ms to draw, most of the first frame's rendering, though
-    only its top rows are on screen. Cells are plain text (never markup)."""
+    only its top rows are on screen. Under the rows, `notes` across the whole width, wrapped
+    at words (a note is never cut). Cells and notes are plain text (never markup)."""
 
     def __init__(
         self,
@@ -144,6 +148,8 @@ class Columns:
         right: frozenset[int] = frozenset(),
         max_widths: dict[int, int] | None = None,
         highlight: int | None = None,
+        notes: Sequence[str] = (),
+        width: int = 0,
     ) -> None:
         self.header = tuple(header)
         self.highlight = highlight
@@ -151,8 +157,10 @@ class Columns:
         self.rows = [tuple(row) for row in rows]
         self.right = right
         self.max_widths = max_widths or {}
-        self.height = len(self.rows) + 1
-        """Lines drawn: the header and one a row."""
+        self.notes = tuple(notes)
+        self.height = len(self.rows) + 1 + sum(len(_wrapped(n, width)) for n in self.notes)
+        """Lines drawn at `width` (the width it is laid out at): the header, one a row, and
+        the notes' lines."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         table = [self.header, *self.rows]
@@ -164,12 +172,35 @@ class Columns:
         widths[last] = max(1, room)
         lines = ["  ".join(_fit(row[i], widths[i], i in self.right) for i in range(last + 1))
                  for row in table]  # fmt: skip
+        lines += [line for note in self.notes for line in _wrapped(note, options.max_width)]
         text = Text("\n".join(lines), no_wrap=True, overflow="crop", end="")
         text.stylize("bold", 0, len(lines[0]))
         if self.highlight is not None and 0 < self.highlight < len(lines):
             start = sum(len(line) + 1 for line in lines[: self.highlight])
             text.stylize("reverse", start, start + len(lines[self.highlight]))
         yield text
+
+
+def _wrapped(note: str, width: int) -> list[str]:
+    """`note` in lines of at most `width` cells, broken at spaces (a word longer than a line
+    is folded); one line when the width is not known yet (0)."""
+    if width <= 0:
+        return [note]
+    lines: list[str] = []
+    line = ""
+    for word in note.split(" "):
+        if cell_len(word) > width:  # a word longer than a line: folded (rich.cells, rich 15)
+            if line:
+                lines.append(line)
+            *full, word = chop_cells(word, width)
+            lines += full
+            line = ""
+        if line and cell_len(line) + 1 + cell_len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line] if line or not lines else lines
 
 
 def _fit(cell: str, width: int, right: bool) -> str:
@@ -286,16 +317,21 @@ class ProcessTable(ViewWidget):
         summary = self._summary(len(rows))
         if summary:
             lines.append(("", "", "", "", summary))
-        lines.extend(("", "", "", "", note) for note in notes)
         mark = "↓" if self.reverse != (self.sort is SortColumn.MEMORY) else "↑"
         header = ["GPU", "PID", "User", view.unit, "Command"]
         column = {SortColumn.GPU: 0, SortColumn.PID: 1, SortColumn.USER: 2,
                   SortColumn.MEMORY: 3, SortColumn.COMMAND: 4}[self.sort]  # fmt: skip
         if self.sort is not SortColumn.GPU or self.reverse:
             header[column] += mark
+        # the notes wrap at the width the table is drawn at (the screen's before the first
+        # layout; a resize draws it again)
+        width = self.content_size.width or self.app.size.width
         table = Columns(header, lines, right=frozenset({1, 3}), max_widths={2: 10},
-                        highlight=highlight)  # fmt: skip
-        self.show(table, table.height)  # exact: one line a row (see ViewWidget.show)
+                        highlight=highlight, notes=notes, width=width)  # fmt: skip
+        self.show(table, table.height)  # exact at `width` (see ViewWidget.show)
+
+    def on_resize(self) -> None:
+        self.redraw()  # the notes' lines at the new width
 
     def _summary(self, count: int) -> str:
         """Which rows are shown, and the filter, when not every row is or one is set."""

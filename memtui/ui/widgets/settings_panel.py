@@ -97,8 +97,8 @@ class SettingsPanel(Widget, can_focus=True):
 
     def render(self) -> Text:
         plan = self.plan
-        if plan is None:
-            return Text("")
+        if plan is None:  # until the first estimate, which follows the first frame
+            return Text("Settings: estimating the what-if plan...", style="dim")
 
         def show(key: str) -> str:
             setting = by_key[key]

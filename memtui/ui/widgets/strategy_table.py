@@ -6,14 +6,16 @@ All figures are the estimator's `Report.strategies`; the plan's own strategy is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from textual.reactive import reactive
 
-from memtui.estimator import Report, Strategy
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
+
+if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
+    from memtui.estimator import Report, Strategy
 
 
 @dataclass(frozen=True)
