@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memtui.commands.plan_flags import installed_versions
 from memtui.estimator.model_source import load_model
 from memtui.estimator.plan import Plan
+from memtui.estimator.versions import Versions
 from memtui.measure.grid import STACK_GRID
 from memtui.measure.grid import Row as GridRow
 
@@ -190,12 +192,19 @@ def run_stack_row(row: GridRow) -> Outcome:
 
     start = time.perf_counter()
     try:
-        result = measure(row.name, row.plan, config=row.config)
+        result = measure(row.name, row.plan.evolve(versions=installed()), config=row.config)
     except (Unsupported, RuntimeError) as err:
         line = str(err).splitlines()[0] if str(err) else type(err).__name__
         return Outcome(row.name, {}, time.perf_counter() - start, "real", line[:120])
     name = row.name + ("" if row.ci else OUT_OF_CI)
     return outcome_of(name, result, time.perf_counter() - start)
+
+
+def installed() -> Versions:
+    """The frameworks' versions the rows run with, as the plan is told them where memtui runs
+    beside the job (`--installed-versions`: their metadata, the first found on sys.path)."""
+    fields = installed_versions()
+    return Versions(**{key.removeprefix("versions."): value for key, value in fields.items()})
 
 
 TITLE = """# Estimator accuracy against real training steps

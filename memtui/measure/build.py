@@ -14,9 +14,19 @@ from typing import Any
 import torch
 
 from memtui.estimator.plan import Attention, Checkpointing, Method, Plan, Precision
+from memtui.estimator.versions import release
 
 SELECTIVE = "memtui_selective"
 ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_dropout", "attention_probs_dropout_prob")
+
+
+def installed_release(package: str) -> tuple[int, ...]:
+    """The release of `package` that runs the step: its distribution's metadata, found as
+    imports find it (importlib.metadata searches sys.path in order, so a PYTHONPATH folder of
+    older releases shadows the environment's for both)."""
+    from importlib import metadata
+
+    return release(metadata.version(package))
 
 
 def dtype_of(precision: Precision) -> torch.dtype:
@@ -83,7 +93,10 @@ def hf_model(
     if attn is None:
         attn = "sdpa" if plan.attention is Attention.flash else "eager"
     auto = AutoModelForSequenceClassification if score_labels else AutoModelForCausalLM
-    model = auto.from_config(hf_config, dtype=dtype, attn_implementation=attn)
+    # the dtype's keyword: `torch_dtype` up to 4.55, `dtype` from 4.56.0 (modeling_utils.py
+    # PreTrainedModel._from_config)
+    dtype_key = "dtype" if installed_release("transformers") >= (4, 56) else "torch_dtype"
+    model = auto.from_config(hf_config, attn_implementation=attn, **{dtype_key: dtype})
     model.train()
     return model  # type: ignore[no-any-return]
 

@@ -8,7 +8,8 @@ Read from transformers 5.24, accelerate 1.15, peft 0.21 and torch 2.13:
   gradients and AdamW's moments are fp32; loaded in bf16 everything is bf16 (torch.optim
   keeps moments like the parameter: optim/adam.py Adam._init_group).
 - The default optimizer is adamw_torch_fused on torch >= 2.8 (training_args.py
-  default_optim): one fused kernel, no step temporaries.
+  default_optim): one fused kernel, no step temporaries; adamw_torch (foreach) before
+  transformers 4.54 (`hf_model.trainer_fused_adamw`).
 - DDP keeps its gradient buckets beside the gradients: accelerate forwards only non-default
   DistributedDataParallelKwargs, so gradient_as_bucket_view stays False (nn/parallel/
   distributed.py), and the 25 MiB buckets together cover every trainable parameter.
@@ -41,7 +42,7 @@ from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, activation_setup
-from memtui.estimator.stacks.hf_model import transformers_model
+from memtui.estimator.stacks.hf_model import trainer_fused_adamw, transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -136,7 +137,7 @@ class TrainerStack(BookStack):
         copies = autocast_weight_copies(plan, setup, peft=True)
         dequant = dequantized_weight(plan)
         step, why = optimizer_temporaries(
-            plan, strategy, state, plan.precision.weight_bytes, fused=True
+            plan, strategy, state, plan.precision.weight_bytes, fused=trainer_fused_adamw(plan)
         )
         parts = [f"DDP gradient buckets {buckets / 1e9:.2f} GB" if buckets else "one GPU"]
         if copies:
@@ -157,7 +158,9 @@ class TrainerStack(BookStack):
         out[TermKind.weights] = f"model {loaded}{adapters}"
         out[TermKind.master_weights] = "none: the optimizer steps the model's own parameters"
         out[TermKind.optimizer_states] = (
-            f"{plan.optimizer.value} (adamw: adamw_torch_fused), moments in the parameters' dtype"
+            f"{plan.optimizer.value} (adamw: "
+            f"{'adamw_torch_fused' if trainer_fused_adamw(plan) else 'adamw_torch'}), "
+            "moments in the parameters' dtype"
         )
         return out
 
