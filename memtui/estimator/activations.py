@@ -940,6 +940,12 @@ def _forward_per_logit(setup: Setup) -> int:
     return output + upcast + shifted + setup.loss_bytes
 
 
+def kept_output_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Bytes of the output logits the training loop holds (`Setup.kept_logits_bytes`)."""
+    logits = seq_len * micro_batch * arch.vocab_size
+    return ceil_div(setup.kept_logits_bytes * logits, setup.tp)
+
+
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Peak bytes of the logits and the causal-LM loss for the setup's loss (see the
     constants above; full, upcast to fp32: 3 x 4 bytes per logit, b s V, measured)."""

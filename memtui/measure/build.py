@@ -125,7 +125,9 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
         with _adapters_in(dtype_of(plan.precision), fake):
             # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
             # the estimator counts it (PEFT's default would make the adapters fp32 instead).
-            model = get_peft_model(model, lora, autocast_adapter_dtype=False)
+            # (PEFT before 0.12 has no autocast_adapter_dtype: it keeps the base's dtype)
+            keep = {"autocast_adapter_dtype": False} if installed_release("peft") >= (0, 12) else {}
+            model = get_peft_model(model, lora, **keep)
         if plan.checkpointing is Checkpointing.full:
             model.enable_input_require_grads()
         model.train()

@@ -66,6 +66,14 @@ FSDP2: dict[str, Any] = {
     "strategy": "fsdp",
     "hardware": Hardware(gpus_per_node=2),
 }
+CUSTOM: dict[str, Any] = {
+    "stack": "generic",
+    "loop": "custom",
+    "loop_keeps_output": True,
+    "hardware": Hardware(gpus_per_node=1),
+}
+"""A hand-written loop (memtui/measure/step.py): `output = model(...)`, `output.loss.backward()`,
+the optimizer step, the output dropped after it; bf16 weights with an fp32 master."""
 LORA: dict[str, Any] = {"method": "lora", "lora_rank": 8}  # PEFT's default rank
 QV: dict[str, Any] = {**LORA, "lora_targets": ("q_proj", "v_proj")}  # PEFT's llama default
 
@@ -125,6 +133,9 @@ STACK_GRID: tuple[Row, ...] = (
     Row("trainer GPT-2 LoRA c_attn", gpt2(), {**TRAINER, **LORA, "precision": "bf16",
                                               "attention": "eager",
                                               "lora_targets": ("c_attn",)}, ci=False),
+    Row("custom loop keeping its output", llama(), {**CUSTOM}),
+    Row("custom loop keeping its output, LoRA", llama(), {**CUSTOM, **LORA}),
+    Row("custom loop keeping its output, ckpt", llama(), {**CUSTOM, "checkpointing": "full"}),
     Row("fsdp2 bf16-mixed", llama(), {**FSDP2}),
     Row("fsdp2 bf16-mixed ckpt", llama(), {**FSDP2, "checkpointing": "full"}, ci=False),
     Row("fsdp2 bf16", llama(), {**FSDP2, "precision": "bf16"}, ci=False),

@@ -59,8 +59,21 @@ from memtui.estimator.transient import (
     dequantized_weight,
     optimizer_temporaries,
 )
+from memtui.estimator.versions import Package
 
 ADAPTER_BYTES = 4  # PEFT's fp32 adapters (autocast_adapter_dtype=True)
+FP32_ADAPTERS_FROM = (0, 12)
+"""PEFT releases from this one upcast the adapters to fp32 (get_peft_model's
+autocast_adapter_dtype, absent in 0.11.1); before, LoraLayer.update_layer moves them to the
+base weight's dtype (tuners/lora/layer.py `self.to(weight.device, dtype=weight.dtype)`, read
+in 0.10.0 and 0.11.1)."""
+
+
+def adapter_bytes(plan: Plan) -> int:
+    """Bytes per parameter of PEFT's adapters for the plan's PEFT."""
+    if plan.versions.before(Package.peft, FP32_ADAPTERS_FROM):
+        return plan.precision.weight_bytes
+    return ADAPTER_BYTES
 
 
 def peft_layout(
@@ -105,7 +118,7 @@ class TrainerStack(BookStack):
         width = plan.precision.weight_bytes  # the dtype the model was loaded in
         if plan.method is Method.full:
             return pure_layout(plan, tensors, width)
-        return peft_layout(plan, tensors, width, ADAPTER_BYTES)
+        return peft_layout(plan, tensors, width, adapter_bytes(plan))
 
     def setup(self, plan: Plan) -> Setup:
         autocast = plan.precision is not Precision.fp32  # bf16=True: accelerate's autocast
@@ -124,7 +137,8 @@ class TrainerStack(BookStack):
             if autocast and fp32_stream and not lora
             else frozenset(),
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
-            adapter_input_bytes=2 if lora and autocast else 0,
+            # (adapters in a bf16 base's dtype share the base layer's input)
+            adapter_input_bytes=2 if lora and autocast and adapter_bytes(plan) == 4 else 0,
             adapter_output_bytes=2 if autocast else 4,
             batch_labels=True,
         )
@@ -154,7 +168,12 @@ class TrainerStack(BookStack):
             Precision.bf16_autocast: "loaded in fp32, bf16=True (autocast)",
             Precision.fp32: "fp32",
         }[plan.precision]
-        adapters = "" if plan.method is Method.full else "; PEFT adapters in fp32"
+        adapters = (
+            ""
+            if plan.method is Method.full
+            else "; PEFT adapters in "
+            + ("fp32" if adapter_bytes(plan) == 4 else "the base's dtype")
+        )
         out[TermKind.weights] = f"model {loaded}{adapters}"
         out[TermKind.master_weights] = "none: the optimizer steps the model's own parameters"
         out[TermKind.optimizer_states] = (
