@@ -778,6 +778,20 @@ def activation_bytes(
     logits = logits_bytes(arch, setup, seq_len, micro_batch) if head is None else head
     # the loss's backward, and what the last layer's backward holds beyond it with the logits
     beyond = at_layer - at_loss
+    # where the loss's forward holds as much as its backward or more (transformers 4.46-4.48's
+    # shifted copy, 14 B per logit), that moment, the first, is the peak, and the model's
+    # forward still holds the last hidden state, which a frozen lm_head did not save
+    # (measured: 4.48.3, LoRA)
+    roles = setup.trainable_roles
+    forward_peak = (
+        head is None
+        and setup.loss is LossKind.full
+        and _forward_per_logit(setup)
+        >= setup.loss_bytes * LOSS_BUFFERS_AT_PEAK + setup.kept_logits_bytes
+    )
+    if forward_peak and roles is not None and Role.lm_head not in roles:
+        held = setup.residual_bytes * arch.hidden_size * seq_len * micro_batch
+        return ceil_div(at_loss + max(held, beyond - logits), setup.tp)
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
         # right after a small head's backward, every saved tensor alive but the head's
         # input: LlamaRMSNorm's backward through its fp32 upcast holds five h-wide fp32
