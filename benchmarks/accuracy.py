@@ -406,8 +406,9 @@ What the older releases do that CPU shows differently, or that the rows cannot t
   has no grad_fn: the stack itself fails. Under autocast (fp32 weights) and with GPT-2's
   dropout the reentrant rebuild holds other tensors at the peak than the non-reentrant one
   the books model (the "ckpt" rows' activations; their peaks agree): not modelled yet.
-- fp32 models in 4.48 (no autocast): the loss holds more per logit than the 12 B the books
-  count, and the eager row's peak is under by 5 percent: not traced yet.
+- fp32 models (no autocast) in 4.39 and 4.48: the split between activations and logits
+  differs from the books (4.48: 14 B per logit at the loss, the books 12) and the eager
+  rows' peaks are under by 2 (4.39) and 5 (4.48) percent: not traced yet.
 """
 
 
