@@ -126,7 +126,9 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
             # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
             # the estimator counts it (PEFT's default would make the adapters fp32 instead).
             # (PEFT before 0.12 has no autocast_adapter_dtype: it keeps the base's dtype)
-            keep = {"autocast_adapter_dtype": False} if installed_release("peft") >= (0, 12) else {}
+            keep: dict[str, Any] = {}
+            if installed_release("peft") >= (0, 12):
+                keep["autocast_adapter_dtype"] = False
             model = get_peft_model(model, lora, **keep)
         if plan.checkpointing is Checkpointing.full:
             model.enable_input_require_grads()

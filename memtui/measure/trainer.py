@@ -34,6 +34,7 @@ CPU is not CUDA in a few places a check on a GPU must confirm (benchmarks/cuda_c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import tempfile
 import warnings
@@ -142,10 +143,10 @@ def training_arguments(
         kwargs["optim"], args = _OPTIM[plan.optimizer]
         if args:
             kwargs["optim_args"] = args
-    # the names the installed release has: `gradient_checkpointing` (4.x; a deprecated alias
-    # of `activation_checkpointing` in 5.x), `evaluation_strategy` (renamed `eval_strategy`
-    # in 4.41), both fields of training_args.py TrainingArguments
-    names = cls.__dataclass_fields__
+    # the names the installed release has (training_args.py TrainingArguments):
+    # `gradient_checkpointing` in 4.x (a deprecated alias of `activation_checkpointing` in
+    # 5.24), `evaluation_strategy` in 4.39 (`eval_strategy` in 4.48 and 5.24)
+    names = {f.name for f in dataclasses.fields(cls)}
     checkpointing = (
         "activation_checkpointing"
         if "activation_checkpointing" in names
@@ -213,8 +214,8 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
                 probe.adopt_buffered(self)
                 # the measured step ends when the optimizer's step returns: torch's own hook
                 # (optim/optimizer.py register_step_post_hook), as every release of Trainer
-                # steps it (the on_optimizer_step callback exists only from 4.40)
-                inner = getattr(self.optimizer, "optimizer", self.optimizer)
+                # steps it (4.39 has no on_optimizer_step callback)
+                inner: Any = getattr(self.optimizer, "optimizer", self.optimizer)
                 inner.register_step_post_hook(after_step)
             return prepared
 
