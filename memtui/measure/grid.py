@@ -3,7 +3,9 @@
 One place for the configurations `tests/test_measure_stacks.py` checks in CI (the rows marked
 `ci`) and `benchmarks/accuracy.py --stack ...` tabulates in docs/accuracy.md (every row): hidden
 256, 2 layers, vocabulary 4096 unless a row says otherwise, random weights, a sequence of 256
-and a micro-batch of 2. Torch-free: only config dicts and plans.
+and a micro-batch of 2. The `custom loop` rows are memtui's own step run as a hand-written loop
+that keeps the model output until after the optimizer step (`--loop custom`), the model code
+being transformers' own. Torch-free: only config dicts and plans.
 """
 
 from __future__ import annotations
