@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memtui.commands.plan_flags import installed_versions
 from memtui.estimator.model_source import load_model
 from memtui.estimator.plan import Plan
+from memtui.estimator.versions import Versions
 from memtui.measure.grid import STACK_GRID
 from memtui.measure.grid import Row as GridRow
 
@@ -104,6 +106,8 @@ class Outcome:
     tiny: dict[str, int] = field(default_factory=dict)
     """Terms under TINY bytes both predicted and measured, by their difference in bytes (a
     ratio of a few scalars means nothing: gradient clipping's norms)."""
+    transformers: str = ""
+    """The transformers release the row ran with, which its plan was estimated for."""
 
 
 TINY = 4096
@@ -112,6 +116,7 @@ TINY = 4096
 def outcome_of(name: str, result: Any, seconds: float) -> Outcome:
     """The errors of one measured result, tiny terms apart."""
     errors, tiny = {}, {}
+    given = result.plan.versions.transformers
     for row in result.rows:
         if max(abs(row.predicted), abs(row.measured)) < TINY:
             errors[row.key], tiny[row.key] = 0.0, row.difference
@@ -120,7 +125,7 @@ def outcome_of(name: str, result: Any, seconds: float) -> Outcome:
     m = result.measurement
     mode = "fake" if m.fake else "real"
     peak_in = "fwd/bwd" if m.forward_backward_peak >= m.step_temporaries else "opt. step"
-    return Outcome(name, errors, seconds, mode, "", peak_in, tiny)
+    return Outcome(name, errors, seconds, mode, "", peak_in, tiny, given.version if given else "")
 
 
 def describe(plan: Plan) -> str:
@@ -154,24 +159,29 @@ def table(
     terms: tuple[str, ...] = TERMS,
     headers: tuple[str, ...] = HEADERS,
     first: str = "configuration",
+    versions: bool = False,
 ) -> str:
+    """The markdown table of `outcomes`; `versions`: a column with each row's transformers."""
     lines = [
-        f"| {first} | " + " | ".join(headers) + " | peak in |",
-        "|---|" + "---:|" * len(headers) + "---|",
-    ]
+        f"| {first} | " + ("transformers | " if versions else "") + " | ".join(headers)
+        + " | peak in |",
+        "|---|" + ("---|" if versions else "") + "---:|" * len(headers) + "---|",
+    ]  # fmt: skip
     for o in outcomes:
+        name = f"{o.name} | {o.transformers}" if versions else o.name
         if o.failure:
-            lines.append(f"| {o.name} | not measured: {o.failure} |" + " |" * len(headers))
+            lines.append(f"| {name} | not measured: {o.failure} |" + " |" * len(headers))
             continue
         cells = [f"{o.tiny[t]:+,} B" if t in o.tiny else f"{o.errors[t]:+.2%}" for t in terms]
-        lines.append(f"| {o.name} | " + " | ".join(cells) + f" | {o.peak_in} |")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {o.peak_in} |")
     done = [o for o in outcomes if not o.failure]
     ci = [o for o in done if not o.name.endswith(OUT_OF_CI)]
     groups = [("", done)] + ([(" (rows in CI)", ci)] if ci and len(ci) < len(done) else [])
     for suffix, group in groups:
         for label, fn in (("median abs error", statistics.median), ("max abs error", max)):
             cells = [f"{fn(abs(o.errors[t]) for o in group):.2%}" if group else "-" for t in terms]
-            lines.append(f"| **{label}{suffix}** | " + " | ".join(cells) + " | |")
+            gap = " |" if versions else ""
+            lines.append(f"| **{label}{suffix}** |{gap} " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 
 
@@ -189,13 +199,23 @@ def run_stack_row(row: GridRow) -> Outcome:
     from memtui.measure import Unsupported, measure
 
     start = time.perf_counter()
+    versions = installed()
     try:
-        result = measure(row.name, row.plan, config=row.config)
-    except (Unsupported, RuntimeError) as err:
+        result = measure(row.name, row.plan.evolve(versions=versions), config=row.config)
+    except (Unsupported, RuntimeError, ValueError) as err:  # ValueError: a release refusing it
         line = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return Outcome(row.name, {}, time.perf_counter() - start, "real", line[:120])
+        given = versions.transformers.version if versions.transformers else ""
+        seconds = time.perf_counter() - start
+        return Outcome(row.name, {}, seconds, "real", line[:120], transformers=given)
     name = row.name + ("" if row.ci else OUT_OF_CI)
     return outcome_of(name, result, time.perf_counter() - start)
+
+
+def installed() -> Versions:
+    """The frameworks' versions the rows run with, as the plan is told them where memtui runs
+    beside the job (`--installed-versions`: their metadata, the first found on sys.path)."""
+    fields = installed_versions()
+    return Versions(**{key.removeprefix("versions."): value for key, value in fields.items()})
 
 
 TITLE = """# Estimator accuracy against real training steps
@@ -350,6 +370,68 @@ def stacks_section(stacks: tuple[str, ...], quick: bool) -> str:
     return out + STACKS_NOTES
 
 
+VERSIONS_HEADER = """## Through Trainer and a hand-written loop, by transformers release: {release}
+
+The Trainer rows and the hand-written loop's rows of the grid above (memtui/measure/grid.py),
+run with the transformers, PEFT and accelerate of that time and estimated for them: each
+plan is told the versions installed where it runs (`--installed-versions`: their metadata,
+the first found on sys.path), so its books follow that release's code
+(memtui/estimator/stacks/hf_model.py, trainer.py). The hand-written loop (`--loop custom`,
+memtui/measure/step.py) keeps the model output until after the backward and the optimizer
+step, as hand-written FSDP loops do; it steps an fp32 master copy (`--stack generic`).
+The older releases are installed beside the environment and shadow it:
+
+    pip install --no-deps --target /work/tf439 transformers==4.39.3 tokenizers==0.15.2 \\
+        peft==0.10.0 accelerate==0.28.0 huggingface_hub==0.27.1 datasets==3.2.0 \\
+        requests==2.32.3 urllib3==2.2.3 charset-normalizer==3.4.0 certifi==2024.8.30
+    pip install --target /work/tf439 aiohttp==3.11.11
+    PYTHONPATH=/work/tf439 python benchmarks/accuracy.py --stack versions --write docs/accuracy.md
+
+(4.48: transformers==4.48.3 tokenizers==0.21.0 peft==0.14.0 accelerate==1.3.0, the rest the
+same; the current release: no --target.) Rows the release cannot run say why.
+"""
+
+VERSIONS_NOTES = """
+What the older releases do that CPU shows differently, or that the rows cannot tell:
+- Trainer's default optimizer before transformers 4.54 is adamw_torch: torch.optim.AdamW
+  with foreach=None, which takes the foreach step on CUDA and the per-tensor step on CPU
+  (optim/optimizer.py _default_to_fused_or_foreach); the estimate counts CUDA's foreach
+  temporaries, the CPU row measures fewer ("step temps" over).
+- `--optimizer sgd-momentum`: Trainer reads no `optim_args` for "sgd" in 4.39-4.56
+  (trainer.py get_optimizer_cls_and_kwargs: torch.optim.SGD alone; 5.24 trainer_optimizer.py
+  _get_sgd reads them), so the measured run has no momentum buffer (the static row says so).
+- Trainer's checkpointing is reentrant in 4.x (modeling_utils.py
+  gradient_checkpointing_enable: gradient_checkpointing_kwargs None gives use_reentrant=True;
+  5.x activation_checkpointing_enable: False). Under LoRA with a frozen embedding the loss then
+  has no grad_fn: the stack itself fails. Under autocast (fp32 weights) and with GPT-2's
+  dropout the reentrant rebuild holds other tensors at the peak than the non-reentrant one
+  the books model (the "ckpt" rows' activations; their peaks agree): not modelled yet.
+- fp32 models (no autocast) in 4.39 and 4.48: the split between activations and logits
+  differs from the books (4.48: 14 B per logit at the loss, the books 12) and the eager
+  rows' peaks are under by 2 (4.39) and 5 (4.48) percent: not traced yet.
+"""
+
+
+def versions_section(quick: bool) -> tuple[str, str]:
+    """(the transformers release X.Y, its section): the Trainer rows and the hand-written
+    loop's rows run with the installed frameworks."""
+    given = installed().transformers
+    release = ".".join(given.version.split(".")[:2]) if given else "unknown"
+    rows = [
+        r
+        for r in STACK_GRID
+        if r.plan.stack.value in ("trainer", "generic") and (r.ci or not quick)
+    ]
+    outcomes = []
+    for row in rows:
+        outcome = run_stack_row(row)
+        print(f"{outcome.name}: {outcome.seconds:.1f}s {outcome.failure}", file=sys.stderr)
+        outcomes.append(outcome)
+    body = table(outcomes, STACK_TERMS, STACK_HEADERS, versions=True)
+    header = VERSIONS_HEADER.format(release=release)
+    return release, f"{header}\n{_versions(stacks=True)}\n\n{body}\n{VERSIONS_NOTES}"
+
+
 def _versions(stacks: bool = False) -> str:
     import torch
     import transformers
@@ -369,9 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few configurations")
     parser.add_argument(
         "--stack",
-        choices=("generic", *STACK_CHOICES, "all"),
+        choices=("generic", *STACK_CHOICES, "all", "versions"),
         default="generic",
-        help="memtui's own step (generic), the real stacks (trainer, fsdp2, real), or all",
+        help="memtui's own step (generic), the real stacks (trainer, fsdp2, real), all, or "
+        "the Trainer and hand-written loop rows for the installed transformers (versions)",
     )
     args = parser.parse_args(argv)
     try:
@@ -379,6 +462,15 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("needs torch: pip install torch==2.13.0 transformers peft", file=sys.stderr)
         return 2
+    if args.stack == "versions":
+        release, text = versions_section(args.quick)
+        print(text)
+        if args.write:
+            from doc_table import write_table  # benchmarks/, the script's own folder
+
+            marker = f"stacks-transformers-{release}"
+            write_table(args.write, f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->", text)
+        return 0
     sections = {}
     if args.stack in ("generic", "all"):
         sections["generic"] = generic_section(args.quick)

@@ -138,6 +138,24 @@ class Setup:
     norm output is fp32 and autocast casts it per op, `aten._to_copy`, caching only leaf
     weights: aten/src/ATen/autocast_mode.h cached_cast). An input read by q, k and v is then
     kept three times in the compute dtype, the MLP's by gate and up twice."""
+    sdpa_repeats_kv: bool = False
+    """The model code repeats K and V to every query head before SDPA (repeat_kv: transformers
+    before 4.54, which passes enable_gqa instead, integrations/sdpa_attention.py
+    use_gqa_in_sdpa): the kernel keeps them, and makes their gradients, at the query's width."""
+    sdpa_output_copy: bool = False
+    """The query is made contiguous in (b, a, s, d) before SDPA (`query.contiguous()` in
+    sdpa_attention_forward 4.48-4.55), so is the flash kernel's output, and the transpose
+    before o_proj copies it. (LlamaSdpaAttention.forward up to 4.47 does it only on CUDA with
+    a mask, where the memory-efficient kernel runs, whose output is (b, s, a, d) anyway.)"""
+    sdpa_causal_mask: bool = False
+    """The model hands SDPA an (s, s) causal mask in the residual stream's dtype even without
+    padding (LlamaModel._update_causal_mask up to 4.39; 4.40 returns None where
+    AttentionMaskConverter._ignore_causal_mask_sdpa allows): one storage expanded over the
+    batch, kept by every layer's SDPA until backward ends."""
+    rotary_per_layer: bool = False
+    """Each attention computes its own rotary cos and sin in the compute dtype, kept by its
+    rotary's backward (LlamaAttention.forward calls self.rotary_emb up to 4.43; 4.44 computes
+    position_embeddings once in LlamaModel.forward)."""
     padded_qkv_update: bool = False
     """LitGPT's LoRAQKVLinear.zero_pad: when some but not all of q, k, v are adapted, it
     scatters lora_B's output into a zero qkv-wide tensor with index_copy, whose backward keeps
@@ -187,12 +205,14 @@ class Setup:
 @dataclass(frozen=True)
 class Saved:
     """One tensor saved for backward: per_token x s x b + per_position x s + per_token_seq x
-    s^2 x b elements."""
+    s^2 x b + per_square x s^2 elements."""
 
     what: str
     per_token: int = 0
     per_token_seq: int = 0
     per_position: int = 0
+    per_square: int = 0
+    """Elements per s^2 shared by the batch (an (s, s) tensor expanded over it)."""
     dtype: Dtype = Dtype.compute
     for_weights: frozenset[Role] = frozenset()
     """Roles of the weights that need it only for their own gradient (linear inputs, the
@@ -229,15 +249,14 @@ def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 
     ]
 
 
-def _attention_core(
-    arch: Architecture, attention: Attention, fused_qkv: bool | None = None
-) -> tuple[list[Saved], list[Saved]]:
+def _attention_core(arch: Architecture, setup: Setup) -> tuple[list[Saved], list[Saved]]:
     """Tensors the attention function keeps, from q, k, v (after rotary) to its output, in
-    forward order: (up to the softmax, what the ops after the softmax keep). `fused_qkv`
-    overrides the architecture's for a stack whose model code fuses the projection."""
+    forward order: (up to the softmax, what the ops after the softmax keep). The setup's
+    `fused_qkv` overrides the architecture's for a stack whose model code fuses the
+    projection."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
-    if attention is Attention.flash:
-        return _flash_core(arch, arch.fused_qkv if fused_qkv is None else fused_qkv), []
+    if setup.attention is Attention.flash:
+        return _flash_core(arch, setup), []
     # eager_attention_forward: matmul(q, repeat_kv(k)^T) keeps q and the repeated k (the
     # reshape to 3-D copies them), softmax keeps its output, the cast to the activation dtype
     # feeds matmul(p, repeat_kv(v)), which keeps p and the repeated v. Without rotary (GPT-2,
@@ -273,14 +292,15 @@ def _attention_core(
     return before, after
 
 
-def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
+def _flash_core(arch: Architecture, setup: Setup) -> list[Saved]:
     """SDPA's flash kernel (CUDA's FlashAttention-2 and CPU's flash kernel alike) keeps q, k,
     v at their GQA widths (transformers passes enable_gqa when no mask is given), its output,
     and the fp32 log-sum-exp per head and row (Dao 2023, Algorithm 2). The output takes q's
     layout: (b, s, a, d) after Llama's elementwise rotary, so the transpose before o_proj
     needs no copy and o_proj's input is the output itself; not so after a torch.cat
-    (`Architecture.rotary_cat`)."""
+    (`Architecture.rotary_cat`) or a `query.contiguous()` (`Setup.sdpa_output_copy`)."""
     a, qw, kvw, out = arch.num_heads, arch.q_width, arch.kv_width, arch.attention_out_width
+    fused_qkv = arch.fused_qkv if setup.fused_qkv is None else setup.fused_qkv
     if arch.latent_attention:
         # DeepSeek-V2: q (a torch.cat) and k (expand_kv's new_empty) are new tensors; v is a
         # view of kv_b_proj's output (each head's key part and value), which stays whole.
@@ -294,6 +314,9 @@ def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
         qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
                Saved("q, k, v (fused projection output, kept by the v view)",
                      per_token=qw + 2 * kvw)]  # fmt: skip
+    elif setup.sdpa_repeats_kv:
+        # repeat_kv's reshape makes the repeated key and value; the GQA-wide ones are freed
+        qkv = [Saved("query, key and value repeated to every query head", per_token=qw + qw + out)]
     else:
         qkv = [Saved("query, key, value", per_token=qw + kvw + arch.v_width)]
     saved = [
@@ -301,7 +324,7 @@ def _flash_core(arch: Architecture, fused_qkv: bool) -> list[Saved]:
         Saved("attention output (= o_proj input)", per_token=out),
         Saved("attention log-sum-exp", per_token=a, dtype=Dtype.fp32),
     ]
-    if arch.rotary_cat and arch.v_dim == arch.dim_head:
+    if (arch.rotary_cat or setup.sdpa_output_copy) and arch.v_dim == arch.dim_head:
         # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
         # output, and the transpose to (b, s, a d) before o_proj is a copy, kept for o_proj's
         # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
@@ -478,6 +501,8 @@ def _attention_parts(
     # multiply by the weight before the cast (Gemma 3's 1 + w, OLMo 2's w * x).
     normalized = Dtype.fp32 if arch.norm_output_fp32 else Dtype.compute
     roles = setup.trainable_roles
+    if arch.rotary and setup.rotary_per_layer:  # the tail's shared cos and sin, per layer
+        upto.append(Saved("rotary cos and sin (this layer's)", per_position=2 * arch.dim_head))
     if setup.padded_qkv_update and roles is not None:
         widths = {Role.q: qw, Role.k: kvw, Role.v: arch.v_width}
         parts = roles | setup.fused_qkv_parts if Role.qkv in roles else roles
@@ -531,7 +556,7 @@ def _attention_parts(
             Saved("attention output (o_proj input)", per_token=out, for_weights=_w(Role.o))
         )
     else:
-        before, behind = _attention_core(arch, setup.attention, setup.fused_qkv)
+        before, behind = _attention_core(arch, setup)
         core = before + behind
         if setup.attention is Attention.eager:
             after.append(
@@ -625,9 +650,10 @@ def layer_saved(
     return _layer_parts(arch, setup, checkpointing, linear).saved
 
 
-def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]:
+def _attention_backward(arch: Architecture, setup: Setup) -> list[Saved]:
     """Gradient buffers alive at the attention core's backward, beyond its saved tensors."""
     a, qw, kvw = arch.num_heads, arch.q_width, arch.kv_width
+    attention = setup.attention
     # the residual stream's gradient has the stream's dtype (fp32 under autocast with fp32
     # weights: measured, memtui measure --stack trainer)
     incoming = Saved(
@@ -640,9 +666,11 @@ def _attention_backward(arch: Architecture, attention: Attention) -> list[Saved]
         # The bf16 cast's backward makes an fp32 gradient of the scores; softmax's backward
         # makes another (fp32 opmath, cast to bf16 after): two fp32 s x s per head.
         return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=Dtype.fp32)]
-    # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum).
+    # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum);
+    # dk and dv of the repeated key and value are query-wide (Setup.sdpa_repeats_kv).
+    kv = qw + arch.attention_out_width if setup.sdpa_repeats_kv else kvw + arch.v_width
     return [
-        Saved("dq, dk, dv", per_token=qw + kvw + arch.v_width),
+        Saved("dq, dk, dv", per_token=qw + kv),
         Saved("fp32 dq accumulator", per_token=qw, dtype=Dtype.fp32),
     ]
 
@@ -716,13 +744,13 @@ def _layer_backward_peak(
             checkpoint + size(layer.before_core) + adapters + size(_linear_attention_backward(arch))
         )
         return max(at_mlp, at_mixer)
-    up_to_softmax, _ = _attention_core(arch, setup.attention, setup.fused_qkv)
+    up_to_softmax, _ = _attention_core(arch, setup)
     at_attention = (
         checkpoint
         + size(layer.before_core)
         + size(up_to_softmax)
         + adapters
-        + size(_attention_backward(arch, setup.attention))
+        + size(_attention_backward(arch, setup))
     )
     return max(at_mlp, at_attention)
 
@@ -739,7 +767,9 @@ def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Sa
         kept.append(Saved("the batch's labels", per_token=1, dtype=Dtype.int64))
     if arch.embedding_dropout:
         kept.append(Saved("embedding dropout mask", per_token=h, dtype=Dtype.mask))
-    if arch.rotary:
+    if setup.sdpa_causal_mask and setup.attention is Attention.flash:
+        kept.append(Saved("causal mask handed to SDPA", per_square=1, dtype=Dtype.residual))
+    if arch.rotary and not setup.rotary_per_layer:
         # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the residual stream's
         # dtype, built once per forward from position ids of shape (1, s) and kept by every
         # layer's rotary (GPT-NeoX's partial rotary keeps no more: its rotary dims are at
@@ -769,7 +799,12 @@ def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
     copies = setup.adapter_input_bytes or setup.adapter_dropout
     total = 0
     for item in saved:
-        elements = item.per_token * s * b + item.per_position * s + item.per_token_seq * s * s * b
+        elements = (
+            item.per_token * s * b
+            + item.per_position * s
+            + item.per_token_seq * s * s * b
+            + item.per_square * s * s
+        )
         width = setup.dtype_bytes(item.dtype)
         if roles is not None and item.for_weights:
             adapted = item.for_weights & roles
@@ -919,6 +954,20 @@ def activation_bytes(
     # the loss's backward, and what the last layer's backward (or its forward, before any
     # logits) holds beyond it with the logits
     beyond = max(at_layer, at_projection) - at_loss
+    # where the loss's forward holds as much as its backward or more (transformers 4.46-4.48's
+    # shifted copy, 14 B per logit), that moment, the first, is the peak, and the model's
+    # forward still holds the last hidden state, which a frozen lm_head did not save
+    # (measured: 4.48.3, LoRA)
+    roles = setup.trainable_roles
+    forward_peak = (
+        head is None
+        and setup.loss is LossKind.full
+        and _forward_per_logit(setup)
+        >= setup.loss_bytes * LOSS_BUFFERS_AT_PEAK + setup.kept_logits_bytes
+    )
+    if forward_peak and roles is not None and Role.lm_head not in roles:
+        held = setup.residual_bytes * arch.hidden_size * seq_len * micro_batch
+        return ceil_div(at_loss + max(held, beyond - logits), setup.tp)
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
         # right after a small head's backward, every saved tensor alive but the head's
         # input: LlamaRMSNorm's backward through its fp32 upcast holds five h-wide fp32
@@ -1111,6 +1160,12 @@ def _forward_per_logit(setup: Setup) -> int:
     upcast = setup.loss_bytes if setup.loss_bytes != output else 0
     shifted = setup.loss_bytes if setup.shifted_logits_copy else 0
     return output + upcast + shifted + setup.loss_bytes
+
+
+def kept_output_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
+    """Bytes of the output logits the training loop holds (`Setup.kept_logits_bytes`)."""
+    logits = seq_len * micro_batch * arch.vocab_size
+    return ceil_div(setup.kept_logits_bytes * logits, setup.tp)
 
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:

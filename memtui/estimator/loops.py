@@ -23,6 +23,8 @@ class LoopShape:
     keeps_output: bool
     """The model output (its logits) is still referenced during backward."""
     source: str
+    through_step: bool = False
+    """The output is still referenced during the optimizer step after the backward."""
 
 
 LOOPS: dict[Loop, LoopShape] = {
@@ -35,10 +37,13 @@ LOOPS: dict[Loop, LoopShape] = {
         keeps_output=True,
         source="accelerate examples/nlp_example.py: outputs = model(**batch); loss = "
         "outputs.loss; accelerator.backward(loss); optimizer.step()",
+        through_step=True,
     ),
     Loop.custom: LoopShape(
         keeps_output=True,
-        source="a hand-written loop: the output kept through backward as --loop-keeps-output says",
+        source="a hand-written loop: the output kept through backward and the optimizer step "
+        "as --loop-keeps-output says",
+        through_step=True,
     ),
     Loop.torchtune: LoopShape(
         keeps_output=True,
@@ -88,3 +93,11 @@ def keeps_output(stack: StackName, loop: Loop, custom_keeps: bool) -> bool:
     if chosen is Loop.custom:
         return custom_keeps
     return LOOPS[chosen].keeps_output
+
+
+def output_through_step(stack: StackName, loop: Loop, custom_keeps: bool) -> bool:
+    """Whether the plan's loop still holds the model output during the optimizer step."""
+    if not keeps_output(stack, loop, custom_keeps):
+        return False
+    chosen = loop_for(stack, loop)
+    return chosen is not None and LOOPS[chosen].through_step

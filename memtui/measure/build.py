@@ -14,9 +14,19 @@ from typing import Any
 import torch
 
 from memtui.estimator.plan import Attention, Checkpointing, Method, Plan, Precision
+from memtui.estimator.versions import release
 
 SELECTIVE = "memtui_selective"
 ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_dropout", "attention_probs_dropout_prob")
+
+
+def installed_release(package: str) -> tuple[int, ...]:
+    """The release of `package` that runs the step: its distribution's metadata, found as
+    imports find it (importlib.metadata searches sys.path in order, so a PYTHONPATH folder of
+    older releases shadows the environment's for both)."""
+    from importlib import metadata
+
+    return release(metadata.version(package))
 
 
 def dtype_of(precision: Precision) -> torch.dtype:
@@ -83,7 +93,10 @@ def hf_model(
     if attn is None:
         attn = "sdpa" if plan.attention is Attention.flash else "eager"
     auto = AutoModelForSequenceClassification if score_labels else AutoModelForCausalLM
-    model = auto.from_config(hf_config, dtype=dtype, attn_implementation=attn)
+    # the dtype's keyword: `torch_dtype` up to 4.55, `dtype` from 4.56.0 (modeling_utils.py
+    # PreTrainedModel._from_config)
+    dtype_key = "dtype" if installed_release("transformers") >= (4, 56) else "torch_dtype"
+    model = auto.from_config(hf_config, attn_implementation=attn, **{dtype_key: dtype})
     model.train()
     return model  # type: ignore[no-any-return]
 
@@ -112,7 +125,11 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
         with _adapters_in(dtype_of(plan.precision), fake):
             # Adapters in the model dtype: the fp32 master copy is kept by memtui's step, as
             # the estimator counts it (PEFT's default would make the adapters fp32 instead).
-            model = get_peft_model(model, lora, autocast_adapter_dtype=False)
+            # (PEFT before 0.12 has no autocast_adapter_dtype: it keeps the base's dtype)
+            keep: dict[str, Any] = {}
+            if installed_release("peft") >= (0, 12):
+                keep["autocast_adapter_dtype"] = False
+            model = get_peft_model(model, lora, **keep)
         if plan.checkpointing is Checkpointing.full:
             model.enable_input_require_grads()
         model.train()

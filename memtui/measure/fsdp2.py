@@ -91,6 +91,15 @@ def gloo_missing() -> str | None:
 def measure_fsdp2(config: dict[str, Any], plan: Plan) -> Measurement:
     """Run the step on WORLD_SIZE CPU processes and return rank 0's measurement."""
     check_fsdp2_plan(plan)
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    if "fsdp_version" not in FullyShardedDataParallelPlugin.__dataclass_fields__:
+        from importlib import metadata
+
+        raise Unsupported(
+            f"accelerate {metadata.version('accelerate')} has no FSDP2 "
+            "(FullyShardedDataParallelPlugin.fsdp_version): measure it with a newer accelerate"
+        )
     why = gloo_missing()
     if why:
         raise Unsupported(f"FSDP2 over CPU processes needs gloo: {why}")

@@ -3,7 +3,9 @@
 One place for the configurations `tests/test_measure_stacks.py` checks in CI (the rows marked
 `ci`) and `benchmarks/accuracy.py --stack ...` tabulates in docs/accuracy.md (every row): hidden
 256, 2 layers, vocabulary 4096 unless a row says otherwise, random weights, a sequence of 256
-and a micro-batch of 2. Torch-free: only config dicts and plans.
+and a micro-batch of 2. The `custom loop` rows are memtui's own step run as a hand-written loop
+that keeps the model output until after the optimizer step (`--loop custom`), the model code
+being transformers' own. Torch-free: only config dicts and plans.
 """
 
 from __future__ import annotations
@@ -66,6 +68,14 @@ FSDP2: dict[str, Any] = {
     "strategy": "fsdp",
     "hardware": Hardware(gpus_per_node=2),
 }
+CUSTOM: dict[str, Any] = {
+    "stack": "generic",
+    "loop": "custom",
+    "loop_keeps_output": True,
+    "hardware": Hardware(gpus_per_node=1),
+}
+"""A hand-written loop (memtui/measure/step.py): `output = model(...)`, `output.loss.backward()`,
+the optimizer step, the output dropped after it; bf16 weights with an fp32 master."""
 LORA: dict[str, Any] = {"method": "lora", "lora_rank": 8}  # PEFT's default rank
 QV: dict[str, Any] = {**LORA, "lora_targets": ("q_proj", "v_proj")}  # PEFT's llama default
 
@@ -125,6 +135,9 @@ STACK_GRID: tuple[Row, ...] = (
     Row("trainer GPT-2 LoRA c_attn", gpt2(), {**TRAINER, **LORA, "precision": "bf16",
                                               "attention": "eager",
                                               "lora_targets": ("c_attn",)}, ci=False),
+    Row("custom loop keeping its output", llama(), {**CUSTOM}),
+    Row("custom loop keeping its output, LoRA", llama(), {**CUSTOM, **LORA}),
+    Row("custom loop keeping its output, ckpt", llama(), {**CUSTOM, "checkpointing": "full"}),
     Row("fsdp2 bf16-mixed", llama(), {**FSDP2}),
     Row("fsdp2 bf16-mixed ckpt", llama(), {**FSDP2, "checkpointing": "full"}, ci=False),
     Row("fsdp2 bf16", llama(), {**FSDP2, "precision": "bf16"}, ci=False),

@@ -12,8 +12,11 @@ What the step does mirrors the estimator's assumptions (say them, then measure t
   static + activations + logits is reached; a first micro-batch with set_to_none gradients
   peaks lower, by at most the gradient bytes.
 - The loss is computed as transformers' Trainer does (`model(..., labels=...)` inside a
-  function that returns the loss only, so the model output and its bf16 logits are freed
-  before backward).
+  function that returns the loss only, so the model output and its logits are freed before
+  backward), unless the plan's loop keeps the output (`--loop accelerate`, `--loop custom`
+  with `--loop-keeps-output`): then as such a loop does, `output = model(...)`,
+  `output.loss.backward()`, the optimizer step, the output dropped only after it (its logits
+  count in the step's temporaries, which they outlive).
 - Dropout runs through `aten.native_dropout`, which keeps a 1-byte bool mask as CUDA's fused
   dropout does (CPU's composite dropout would keep a mask in the activation dtype).
 """
@@ -26,6 +29,7 @@ from typing import Any
 
 import torch
 
+from memtui.estimator.loops import keeps_output
 from memtui.estimator.plan import Method, Optimizer, Plan, Precision
 from memtui.measure.build import build_model, dtype_of
 from memtui.measure.measurement import Measurement, Unsupported
@@ -162,24 +166,29 @@ def _measure(config: dict[str, Any], plan: Plan, fake: bool) -> Measurement:
     def loss_fn(batch: torch.Tensor) -> torch.Tensor:
         return model(input_ids=batch, labels=batch).loss  # the output (and logits) die here
 
+    keeps = keeps_output(plan.stack, plan.loop, plan.loop_keeps_output)
+
     known = [*params, *(_grad(p) for p in trainable), *master, *states, ids]
     tracker = LiveTracker(classify, known)
     with tracker:
         for p in trainable:
             _grad(p).zero_()
         batch = ids.clone()  # the batch, allocated like a data loader's (the ids are saved)
-        loss = loss_fn(batch)
+        output = model(input_ids=batch, labels=batch) if keeps else None
+        loss = output.loss if output is not None else loss_fn(batch)
         saved = tracker.by_class[ACT]
         tracker.phase = BWD
         loss.backward()
         del loss, batch
         fb_peak, fb_detail = tracker.peak, dict(tracker.peak_by_class)
         logits_peak = tracker.class_peak[LOGITS]
-        leftover = tracker.current
+        kept = storage_bytes([output.logits]) if output is not None else 0
+        leftover = tracker.current - kept
         tracker.phase = STEP
         tracker.reset_peak()
         optimizer_step()
         step_peak = tracker.peak - leftover
+        del output
     notes = []
     if leftover:
         notes.append(f"{leftover:,} B allocated in forward/backward outlived the step")

@@ -34,6 +34,7 @@ CPU is not CUDA in a few places a check on a GPU must confirm (benchmarks/cuda_c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import tempfile
 import warnings
@@ -136,22 +137,33 @@ def training_arguments(
     plan, every other field at its default."""
     from transformers import TrainingArguments
 
+    cls = config_class or TrainingArguments
     kwargs: dict[str, Any] = {}
     if plan.optimizer in _OPTIM:
         kwargs["optim"], args = _OPTIM[plan.optimizer]
         if args:
             kwargs["optim_args"] = args
-    return (config_class or TrainingArguments)(
+    # the names the installed release has (training_args.py TrainingArguments):
+    # `gradient_checkpointing` in 4.x (a deprecated alias of `activation_checkpointing` in
+    # 5.24), `evaluation_strategy` in 4.39 (`eval_strategy` in 4.48 and 5.24)
+    names = {f.name for f in dataclasses.fields(cls)}
+    checkpointing = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    evaluation = "eval_strategy" if "eval_strategy" in names else "evaluation_strategy"
+    kwargs[checkpointing] = plan.checkpointing is Checkpointing.full
+    kwargs[evaluation] = "no"
+    return cls(
         output_dir=output_dir,
         bf16=bf16,
-        activation_checkpointing=plan.checkpointing is Checkpointing.full,
         per_device_train_batch_size=plan.micro_batch,
         gradient_accumulation_steps=accumulation,
         max_steps=STEPS,
         report_to="none",
         save_strategy="no",
         logging_strategy="no",
-        eval_strategy="no",
         use_cpu=ON_CPU,
         dataloader_num_workers=0,
         **kwargs,
@@ -172,25 +184,23 @@ def dataset(plan: Plan, vocab: int, samples: int) -> list[dict[str, torch.Tensor
 def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
     """A subclass of `base` (Trainer) that tells `probe` where Trainer's phases meet on its
     `measured_call`-th micro-batch; what Trainer does is unchanged."""
-    from transformers import TrainerCallback
 
-    class AfterStep(TrainerCallback):  # type: ignore[misc]
-        def on_optimizer_step(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if probe.tracker is not None and not probe.done:
-                probe.after_step()
+    def after_step(*_: Any) -> None:
+        if not probe.done:
+            probe.after_step()
 
     class Measured(base):  # type: ignore[misc,valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.add_callback(AfterStep())
             self._calls = 0
             self._measuring = False
 
-        def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any = None) -> Any:
+        def training_step(self, model: Any, inputs: Any, *rest: Any) -> Any:
+            # *rest: num_items_in_batch from 4.46 (trainer.py Trainer.training_step)
             self._calls += 1
             self._measuring = self._calls == measured_call
             self._model = model
-            loss = super().training_step(model, inputs, num_items_in_batch)
+            loss = super().training_step(model, inputs, *rest)
             if self._measuring:
                 probe.after_backward()
             return loss
@@ -202,6 +212,11 @@ def measured_trainer(base: type, probe: StepProbe, measured_call: int) -> type:
             if self._measuring and probe.tracker is None:
                 probe.start(self._model, self.optimizer, prepared, self._known())
                 probe.adopt_buffered(self)
+                # the measured step ends when the optimizer's step returns: torch's own hook
+                # (optim/optimizer.py register_step_post_hook), as every release of Trainer
+                # steps it (4.39 has no on_optimizer_step callback)
+                inner: Any = getattr(self.optimizer, "optimizer", self.optimizer)
+                inner.register_step_post_hook(after_step)
             return prepared
 
         def compute_loss(self, *args: Any, **kwargs: Any) -> Any:

@@ -11,12 +11,19 @@ memtui's own model of a step and every other stack starts from it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from memtui.estimator.activations import Setup, activation_bytes, logits_bytes, offloaded_bytes
+from memtui.estimator.activations import (
+    Setup,
+    activation_bytes,
+    kept_output_bytes,
+    logits_bytes,
+    offloaded_bytes,
+)
 from memtui.estimator.capabilities import CAPABILITIES, StackCapabilities
 from memtui.estimator.choices import Objective, StackName, Strategy
+from memtui.estimator.loops import output_through_step
 from memtui.estimator.memo import BoundedCache
 from memtui.estimator.objectives import (
     NOTHING,
@@ -153,6 +160,16 @@ class BookStack:
         acts = activation_bytes(arch, setup, seq, rows, head)
         logits = logits_bytes(arch, setup, seq, rows) if head is None else head
         extra = self.transient(shaped, strategy, state, setup)
+        if setup.kept_logits_bytes and output_through_step(
+            plan.stack, plan.loop, plan.loop_keeps_output
+        ):
+            # the loop's output outlives the backward: its logits beside the optimizer step
+            kept = kept_output_bytes(arch, setup, seq, rows)
+            extra = replace(
+                extra,
+                step=extra.step + kept,
+                detail=f"{extra.detail}, the loop's output {kept / 1e9:.2f} GB",
+            )
         goal = (
             NOTHING
             if plan.objective is Objective.sft

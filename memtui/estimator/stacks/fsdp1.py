@@ -41,6 +41,7 @@ from memtui.estimator.capabilities import fsdp_shard_bytes
 from memtui.estimator.choices import StackName, Strategy
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.fsdp2 import Fsdp2Stack, unit_buffers
+from memtui.estimator.stacks.hf_model import trainer_fused_adamw
 from memtui.estimator.state import Layout, StaticState, TrainableTensor, nf4_quant_state_bytes
 from memtui.estimator.transient import Transient, dequantized_weight, optimizer_temporaries
 
@@ -72,7 +73,8 @@ class Fsdp1Stack(Fsdp2Stack):
             persistent = round(compute * state.trainable / plan.tp)
             detail += f", unsharded gradients between micro-batches {persistent / 1e9:.2f} GB"
         width = fsdp_shard_bytes(plan.precision)
-        step, why = optimizer_temporaries(plan, strategy, state, width, fused=True)
+        fused = trainer_fused_adamw(plan)
+        step, why = optimizer_temporaries(plan, strategy, state, width, fused=fused)
         return Transient(
             persistent,
             backward + dequantized_weight(plan),

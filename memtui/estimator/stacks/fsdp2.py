@@ -50,7 +50,7 @@ from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, one_dtype_setup
-from memtui.estimator.stacks.hf_model import transformers_model
+from memtui.estimator.stacks.hf_model import trainer_fused_adamw, transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -192,7 +192,8 @@ class Fsdp2Stack(BookStack):
         persistent, backward, detail = accelerate_buffers(plan, strategy, state, setup)
         dequant = dequantized_weight(plan)
         master = fsdp_shard_bytes(plan.precision)
-        step, why = optimizer_temporaries(plan, strategy, state, master, fused=True)
+        fused = trainer_fused_adamw(plan)
+        step, why = optimizer_temporaries(plan, strategy, state, master, fused=fused)
         return Transient(persistent, backward + dequant, step, f"{detail}; optimizer step: {why}")
 
     def sources(self, plan: Plan, breakdown: Breakdown) -> Mapping[TermKind, str]:

@@ -12,6 +12,16 @@ rules over their own setup.
   upcast logits (modeling_llama.py up to 4.45, ForCausalLMLoss 4.46.0-4.48.3), a copy alive at
   nll_loss_forward beside them; 4.49.0 pads the labels instead (nn.functional.pad) and shifts
   nothing.
+- How LLaMA-style models (rotary: LLaMA and the families whose attention was copied from it)
+  call SDPA, read in 4.39.3, 4.40.0, 4.44.2, 4.47.1, 4.48.3, 4.53.3, 4.54.0 and 4.56.0
+  (modeling_llama.py, integrations/sdpa_attention.py): up to 4.39 LlamaModel._update_causal_mask
+  builds an (s, s) causal mask even without padding and LlamaSdpaAttention passes it (4.40:
+  None where _ignore_causal_mask_sdpa allows), and `query_states.contiguous()` only on CUDA
+  with a mask (up to 4.47: the memory-efficient kernel, whose output needs no copy);
+  4.48-4.55 sdpa_attention_forward calls `query.contiguous()` always (gone in 4.56); up to
+  4.53 K and V are repeated to every query head (repeat_kv) before SDPA, 4.54 passes
+  enable_gqa (use_gqa_in_sdpa); up to 4.43 each attention computes its own rotary cos and
+  sin (4.44: once, in LlamaModel.forward).
 - PEFT's prepare_model_for_kbit_training (utils/other.py) casts every non-quantized parameter
   to fp32, the embeddings and norms included, and bitsandbytes' Linear4bit.forward returns its
   input's dtype, so a QLoRA model's residual stream is fp32 (`Plan.qlora_upcast`, on unless
@@ -23,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import LossKind, Method
+from memtui.estimator.choices import Attention, LossKind, Method
 from memtui.estimator.loops import keeps_output
 from memtui.estimator.plan import Plan
 from memtui.estimator.versions import Package
@@ -32,6 +42,18 @@ FP32_OUTPUT_BEFORE = (4, 46)
 """transformers releases before this one return fp32 logits from the model's forward."""
 SHIFTED_COPY_BEFORE = (4, 49)
 """transformers releases before this one take a shifted copy of the upcast logits."""
+MASK_BEFORE = (4, 40)
+"""transformers releases before this one hand SDPA a causal mask without padding."""
+CONTIGUOUS_QUERY = ((4, 48), (4, 56))
+"""transformers releases from the first to before the second make SDPA's query contiguous."""
+GQA_IN_SDPA_FROM = (4, 54)
+"""transformers releases before this one repeat K and V before SDPA."""
+FUSED_ADAMW_FROM = {Package.transformers: (4, 54), Package.torch: (2, 8)}
+"""Trainer's default optimizer is adamw_torch_fused from transformers 4.54 with torch 2.8 or
+later (training_args.py TrainingArguments.default_optim, read in 4.53.3 and 4.54.0), before
+adamw_torch: torch.optim.AdamW with its default foreach step on CUDA."""
+ROTARY_ONCE_FROM = (4, 44)
+"""transformers releases before this one compute rotary cos and sin in every attention."""
 
 
 def kbit_upcast(plan: Plan) -> bool:
@@ -44,9 +66,11 @@ def transformers_model(plan: Plan, setup: Setup) -> Setup:
     the loop keeps as the plan's transformers, PEFT and loop make them."""
     if kbit_upcast(plan):
         setup = replace(setup, residual_bytes=4)
+    versions = plan.versions
+    if plan.model.architecture.rotary:
+        setup = _llama_attention(plan, setup)
     if setup.loss is not LossKind.full:  # a chunked or fused loss is not the model's own
         return setup
-    versions = plan.versions
     fp32_output = versions.before(Package.transformers, FP32_OUTPUT_BEFORE)
     output = 4 if fp32_output else setup.compute_bytes
     kept = output if keeps_output(plan.stack, plan.loop, plan.loop_keeps_output) else 0
@@ -55,4 +79,27 @@ def transformers_model(plan: Plan, setup: Setup) -> Setup:
         output_logits_bytes=output,
         shifted_logits_copy=versions.before(Package.transformers, SHIFTED_COPY_BEFORE),
         kept_logits_bytes=kept,
+    )
+
+
+def trainer_fused_adamw(plan: Plan) -> bool:
+    """Whether Trainer's default AdamW is the fused one for the plan's versions."""
+    return not any(plan.versions.before(p, v) for p, v in FUSED_ADAMW_FROM.items())
+
+
+def _llama_attention(plan: Plan, setup: Setup) -> Setup:
+    """`setup` with a LLaMA-style model's SDPA call as the plan's transformers makes it."""
+    versions = plan.versions
+    mask = versions.before(Package.transformers, MASK_BEFORE)
+    first, end = CONTIGUOUS_QUERY
+    contiguous = versions.before(Package.transformers, end) and not versions.before(
+        Package.transformers, first
+    )
+    sdpa = setup.attention is Attention.flash
+    return replace(
+        setup,
+        sdpa_repeats_kv=sdpa and versions.before(Package.transformers, GQA_IN_SDPA_FROM),
+        sdpa_output_copy=sdpa and contiguous,
+        sdpa_causal_mask=sdpa and mask,
+        rotary_per_layer=versions.before(Package.transformers, ROTARY_ONCE_FROM),
     )

@@ -8,7 +8,8 @@ Read from transformers 5.24, accelerate 1.15, peft 0.21 and torch 2.13:
   gradients and AdamW's moments are fp32; loaded in bf16 everything is bf16 (torch.optim
   keeps moments like the parameter: optim/adam.py Adam._init_group).
 - The default optimizer is adamw_torch_fused on torch >= 2.8 (training_args.py
-  default_optim): one fused kernel, no step temporaries.
+  default_optim): one fused kernel, no step temporaries; adamw_torch (foreach) before
+  transformers 4.54 (`hf_model.trainer_fused_adamw`).
 - DDP keeps its gradient buckets beside the gradients: accelerate forwards only non-default
   DistributedDataParallelKwargs, so gradient_as_bucket_view stays False (nn/parallel/
   distributed.py), and the 25 MiB buckets together cover every trainable parameter.
@@ -42,7 +43,7 @@ from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.estimator.stacks.base import BookStack, Breakdown
 from memtui.estimator.stacks.generic import GENERIC, activation_setup
-from memtui.estimator.stacks.hf_model import transformers_model
+from memtui.estimator.stacks.hf_model import trainer_fused_adamw, transformers_model
 from memtui.estimator.state import (
     Layout,
     StaticState,
@@ -59,8 +60,21 @@ from memtui.estimator.transient import (
     dequantized_weight,
     optimizer_temporaries,
 )
+from memtui.estimator.versions import Package
 
 ADAPTER_BYTES = 4  # PEFT's fp32 adapters (autocast_adapter_dtype=True)
+FP32_ADAPTERS_FROM = (0, 12)
+"""PEFT releases from this one upcast the adapters to fp32 (get_peft_model's
+autocast_adapter_dtype, absent in 0.11.1); before, LoraLayer.update_layer moves them to the
+base weight's dtype (tuners/lora/layer.py `self.to(weight.device, dtype=weight.dtype)`, read
+in 0.10.0 and 0.11.1)."""
+
+
+def adapter_bytes(plan: Plan) -> int:
+    """Bytes per parameter of PEFT's adapters for the plan's PEFT."""
+    if plan.versions.before(Package.peft, FP32_ADAPTERS_FROM):
+        return plan.precision.weight_bytes
+    return ADAPTER_BYTES
 
 
 def peft_layout(
@@ -105,7 +119,7 @@ class TrainerStack(BookStack):
         width = plan.precision.weight_bytes  # the dtype the model was loaded in
         if plan.method is Method.full:
             return pure_layout(plan, tensors, width)
-        return peft_layout(plan, tensors, width, ADAPTER_BYTES)
+        return peft_layout(plan, tensors, width, adapter_bytes(plan))
 
     def setup(self, plan: Plan) -> Setup:
         autocast = plan.precision is not Precision.fp32  # bf16=True: accelerate's autocast
@@ -124,9 +138,10 @@ class TrainerStack(BookStack):
             if autocast and fp32_stream and not lora
             else frozenset(),
             # fp32 adapters: their own copy of each input, which autocast makes bf16 again
-            adapter_input_bytes=2 if lora and autocast else 0,
+            # (adapters in a bf16 base's dtype share the base layer's input)
+            adapter_input_bytes=2 if lora and autocast and adapter_bytes(plan) == 4 else 0,
             # PEFT's fp32 adapters over bf16 matmuls: the MLP's bf16 product is cast to fp32
-            adapter_cast_bytes=4 if lora and autocast else 0,
+            adapter_cast_bytes=4 if lora and autocast and adapter_bytes(plan) == 4 else 0,
             adapter_output_bytes=2 if autocast else 4,
             batch_labels=True,
             head_keeps_input=fused_lm_head(plan),
@@ -140,7 +155,7 @@ class TrainerStack(BookStack):
         copies = autocast_weight_copies(plan, setup, peft=True)
         dequant = dequantized_weight(plan)
         step, why = optimizer_temporaries(
-            plan, strategy, state, plan.precision.weight_bytes, fused=True
+            plan, strategy, state, plan.precision.weight_bytes, fused=trainer_fused_adamw(plan)
         )
         parts = [f"DDP gradient buckets {buckets / 1e9:.2f} GB" if buckets else "one GPU"]
         if copies:
@@ -157,11 +172,18 @@ class TrainerStack(BookStack):
             Precision.bf16_autocast: "loaded in fp32, bf16=True (autocast)",
             Precision.fp32: "fp32",
         }[plan.precision]
-        adapters = "" if plan.method is Method.full else "; PEFT adapters in fp32"
+        adapters = (
+            ""
+            if plan.method is Method.full
+            else "; PEFT adapters in "
+            + ("fp32" if adapter_bytes(plan) == 4 else "the base's dtype")
+        )
         out[TermKind.weights] = f"model {loaded}{adapters}"
         out[TermKind.master_weights] = "none: the optimizer steps the model's own parameters"
         out[TermKind.optimizer_states] = (
-            f"{plan.optimizer.value} (adamw: adamw_torch_fused), moments in the parameters' dtype"
+            f"{plan.optimizer.value} (adamw: "
+            f"{'adamw_torch_fused' if trainer_fused_adamw(plan) else 'adamw_torch'}), "
+            "moments in the parameters' dtype"
         )
         return out
 
