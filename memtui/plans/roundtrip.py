@@ -29,6 +29,7 @@ import copy
 import difflib
 import json
 import re
+import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from io import StringIO
@@ -482,8 +483,10 @@ def _indents(text: str) -> tuple[int, int]:
 
 
 def _respelled(before: str, after: str) -> str:
-    """`after` with each line that says what the line at its place in `before` said (the
-    same indentation, the same YAML when read alone) written as `before` wrote it."""
+    """`after` with each entry that says what the entry at its place in `before` said (the
+    same indentation, the same YAML when read alone) written as `before` wrote it: a key's
+    line, or a key and its continuation lines (a flow sequence the file spreads over lines,
+    which ruamel.yaml writes on one)."""
     import yaml
 
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
@@ -493,17 +496,51 @@ def _respelled(before: str, after: str) -> str:
         if tag != "replace":
             out += new[j1:j2]
             continue
-        for k, line in enumerate(new[j1:j2]):
-            was = old[i1 + k] if i1 + k < i2 else None
-            out.append(was if was is not None and _same_line(was, line, yaml) else line)
+        was, now = _entries(old[i1:i2]), _entries(new[j1:j2])
+        keys = difflib.SequenceMatcher(
+            a=[_entry_key(e) for e in was], b=[_entry_key(e) for e in now], autojunk=False
+        )
+        for kind, k1, k2, m1, m2 in keys.get_opcodes():
+            for k, entry in enumerate(now[m1:m2]):
+                prior = was[k1 + k] if kind != "insert" and k1 + k < k2 else None
+                same = prior is not None and _same_entry(prior, entry, yaml)
+                out += prior if same and prior is not None else entry
     return "".join(out)
 
 
-def _same_line(a: str, b: str, yaml: Any) -> bool:
-    if len(a) - len(a.lstrip(" ")) != len(b) - len(b.lstrip(" ")):
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _entries(lines: list[str]) -> list[list[str]]:
+    """`lines` cut into entries: each starts at a line of the block's least indentation (a
+    key, a sequence item) and keeps the deeper lines, closing brackets and comments after it."""
+    bodies = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    least = min((_indent(ln) for ln in bodies), default=0)
+    entries: list[list[str]] = []
+    for line in lines:
+        body = line.strip()
+        starts = body and not body.startswith(("#", "]", "}")) and _indent(line) == least
+        if starts or not entries:
+            entries.append([line])
+        else:
+            entries[-1].append(line)
+    return entries
+
+
+def _entry_key(entry: list[str]) -> str:
+    first = entry[0].strip()
+    return first if first.startswith(("-", "#")) else first.split(":", 1)[0]
+
+
+def _same_entry(a: list[str], b: list[str], yaml: Any) -> bool:
+    if _indent(a[0]) != _indent(b[0]):
         return False
     try:
-        return bool(yaml.safe_load(a.strip()) == yaml.safe_load(b.strip()))
+        return bool(
+            yaml.safe_load(textwrap.dedent("".join(a)))
+            == yaml.safe_load(textwrap.dedent("".join(b)))
+        )
     except yaml.YAMLError:
         return False
 
