@@ -65,7 +65,7 @@ class SettingsPanel(Widget, can_focus=True):
     SettingsPanel { height: auto; }
     """
 
-    plan: reactive[Plan | None] = reactive(None)
+    plan: reactive[Plan | None] = reactive(None, layout=True)
     """The current plan, set by the screen."""
     cursor: reactive[int] = reactive(0)
     """Index into `plan_edits.SETTINGS` of the chosen row."""
