@@ -649,7 +649,11 @@ class Plan(Frozen):
 
     @property
     def expert_adapters(self) -> ExpertAdapters:
-        """What LoRA's target names reach of stacked MoE experts under the plan's versions."""
+        """What LoRA's target names reach of stacked MoE experts under the plan's versions;
+        torchtune's and LitGPT's own model code keeps one module per expert projection
+        (litgpt model.py LLaMAMoE's ModuleList of LLaMAMLP) and its own LoRA, never PEFT's."""
+        if self.stack in (StackName.torchtune, StackName.litgpt):
+            return ExpertAdapters.modules
         return expert_adapters(self.versions)
 
     @property

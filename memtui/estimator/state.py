@@ -94,6 +94,7 @@ def trainable_tensors(plan: Plan) -> tuple[TrainableTensor, ...]:
         plan.lora_targets,
         plan.lora_fraction,
         plan.modules_to_save,
+        plan.expert_adapters,  # what the targets reach of stacked experts
     )
     return _TENSORS.get(key, lambda: tuple(_trainable_tensors(plan)))
 
