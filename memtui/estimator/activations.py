@@ -106,6 +106,9 @@ class Setup:
     """The frozen base linears keep their inputs anyway: bitsandbytes' MatMul4Bit before
     0.43.2 saved the input of every 4-bit linear (`ctx.tensors = (A, B)`; PR #1270
     "fix QLoRA mem bug: delete useless buffered activation" dropped it)."""
+    parametrized_experts: bool = False
+    """LoRA on stacked experts goes through PEFT's ParamWrapper (the plan's versions convert
+    the family's expert targets: `memtui.estimator.architecture.ExpertAdapters`)."""
     one_adapter_per_input: bool = False
     """The adapters of projections that read the same input share one lora_A, one dropout
     and one kept input (lit-gpt's LoRAQKVLinear over the fused qkv projection)."""
@@ -1041,7 +1044,7 @@ def _moments(
         layers_kept = min(layers, 2) * max(per_kind.values())
     else:
         layers_kept = sum(count * per_kind[linear] for linear, count in mix)
-    if arch.peft_expert_conversion and (roles or frozenset()) & {
+    if setup.parametrized_experts and (roles or frozenset()) & {
         Role.expert_gate,
         Role.expert_down,
     }:

@@ -16,6 +16,52 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memtui.errors import PlanError
+from memtui.estimator.versions import Package, Versions
+
+
+class ExpertAdapters(Enum):
+    """What LoRA's target names reach of a family whose experts transformers 5 stacks into
+    nn.Parameters (`Architecture.stacked_experts`), by the plan's versions
+    (`expert_adapters`)."""
+
+    modules = "modules"
+    """transformers before 5.0: every expert is its own nn.Linear modules, which
+    target_modules and all-linear match like any other."""
+    unreached = "unreached"
+    """transformers 5 with PEFT before 0.19, or a family PEFT's table lacks: no name reaches
+    the stacked experts or the router (not nn.Linear); a name of theirs matches only the
+    shared expert's and the dense layers' modules."""
+    named = "named"
+    """PEFT 0.19: a list of names moves to the stacked parameters; a string target is turned
+    into the set of its characters before all-linear is expanded (0.19.0
+    utils/transformers_weight_conversion.py _convert_peft_config_moe, called first by
+    tuners_utils BaseTuner.inject_adapter), which matches no module."""
+    converted = "converted"
+    """PEFT 0.20 and later: names, regexes and all-linear all move to the stacked parameters
+    (0.20.0 _resolve_string_target_modules; 0.21 unchanged)."""
+
+
+STACKED_EXPERTS_FROM = (5, 0)
+"""transformers 5.0 stacked the experts of the MoE families into nn.Parameters and loads
+transformers-4 checkpoints through conversion_mapping.py (what peft's tuners_utils gates on as
+is_transformers_ge_v5)."""
+PEFT_NAMED_CONVERSION_FROM = (0, 19)
+"""peft 0.19.0 added utils/transformers_weight_conversion.py (huggingface/peft 5356277d0)."""
+PEFT_STRING_CONVERSION_FROM = (0, 20)
+"""peft 0.20.0 resolves string target_modules first (_resolve_string_target_modules,
+huggingface/peft d0532e0ed)."""
+
+
+def expert_adapters(versions: Versions) -> ExpertAdapters:
+    """What LoRA reaches of stacked experts under these versions (not given: the current
+    releases, which convert)."""
+    if versions.before(Package.transformers, STACKED_EXPERTS_FROM):
+        return ExpertAdapters.modules
+    if versions.before(Package.peft, PEFT_NAMED_CONVERSION_FROM):
+        return ExpertAdapters.unreached
+    if versions.before(Package.peft, PEFT_STRING_CONVERSION_FROM):
+        return ExpertAdapters.named
+    return ExpertAdapters.converted
 
 
 class Role(Enum):
@@ -417,10 +463,19 @@ class Architecture(BaseModel):
     quantized: StoredQuantization | None = None
     """The checkpoint's storage when it is pre-quantized (GPTQ, AWQ, bitsandbytes, fp8);
     None for 16-bit weights."""
+    stacked_experts: bool = False
+    """transformers 5 stores the experts as stacked nn.Parameters (gate_up_proj E x 2f x h,
+    down_proj E x h x f; modeling_mixtral.py MixtralExperts, modeling_qwen2_moe.py
+    Qwen2MoeExperts, modeling_qwen3_moe.py, modeling_deepseek_v2.py, 5.24) and the router
+    as a TopKRouter module holding a bare weight; transformers 4 had one nn.Linear module
+    per expert projection (`ExpertAdapters`)."""
     peft_expert_conversion: bool = False
     """PEFT maps the transformers-4 module names of this family's MoE layers onto its
-    stacked expert parameters (transformers 5.24 conversion_mapping.py
-    _MODEL_TO_CONVERSION_PATTERN names "qwen2_moe" for it; `_peft_expert_targets`)."""
+    stacked expert parameters: peft 0.21 utils/transformers_weight_conversion.py
+    _convert_peft_config_moe converts a model_type that _MODEL_TO_CONVERSION_PATTERN
+    (transformers 5.24 conversion_mapping.py, plus peft's own "mixtral" entry) sends to
+    "mixtral" or "qwen2_moe", the two of _MOE_TARGET_MODULE_MAPPING. qwen2_moe itself is no
+    key of that table: it is not converted (`_peft_expert_targets`)."""
     linear_attention_layers: int = Field(0, ge=0)
     """Layers whose token mixer is a Gated DeltaNet (linear attention) instead of attention:
     Qwen3-Next and Qwen3.5 (config `layer_types`, default three of every
@@ -832,23 +887,35 @@ class Architecture(BaseModel):
         h = self.hidden_size
         return (LinearLayer(Role.lm_head, "score", h, self.score_labels, False, 1, "head"),)
 
-    def lora_layers(self, targets: tuple[str, ...]) -> tuple[LinearLayer, ...]:
+    def lora_layers(
+        self, targets: tuple[str, ...], adapters: ExpertAdapters = ExpertAdapters.converted
+    ) -> tuple[LinearLayer, ...]:
         """The linear modules PEFT adapts for these target names (LoraConfig.target_modules):
         'all-linear' is every nn.Linear but the output layer (peft.tuners.tuners_utils
         _maybe_include_all_linear_layers; a score head is not one, `score_layers`), 'attention'
         the q, k, v and output projections (and a Gated DeltaNet's); the embedding and lm_head
-        only when named. Raises ValueError naming the modules that exist when a target matches
-        none."""
-        # parameter experts: the experts and the router are no nn.Linear, but a shared
-        # expert's gate is (Qwen3NextSparseMoeBlock.shared_expert_gate)
+        only when named. `adapters`: what the names reach of stacked experts under the plan's
+        versions (`expert_adapters`; default the current releases). Raises PlanError naming
+        the modules that exist when a target matches none, or for what PEFT refuses."""
+        stacked = self.stacked_experts and adapters is not ExpertAdapters.modules
+        # the experts and the router are no nn.Linear, but a shared expert's gate is
+        # (Qwen3NextSparseMoeBlock.shared_expert_gate)
+        unreached = self.parameter_experts or stacked
         layers = [
             lin
             for lin in self.linear_layers
             if lin.group != "head"
-            and not (self.parameter_experts and (lin.group == "expert" or lin.role is Role.router))
+            and not (unreached and (lin.group == "expert" or lin.role is Role.router))
         ]
         named = [*layers, *self.vocabulary_modules]
-        converted = self._peft_expert_targets()
+        converts = stacked and adapters in (ExpertAdapters.named, ExpertAdapters.converted)
+        converted = self._peft_expert_targets() if converts else {}
+        if converted and adapters is ExpertAdapters.named and "all-linear" in targets:
+            raise PlanError(
+                "PEFT 0.19 cannot apply 'all-linear' to this model's stacked experts (its "
+                "_convert_peft_config_moe splits the string into characters): name the "
+                "modules, or plan for PEFT 0.20 or later"
+            )
         chosen: list[LinearLayer] = []
         for target in targets:
             if target == "all-linear":
@@ -874,6 +941,16 @@ class Architecture(BaseModel):
                 for name in converted
                 if "all-linear" in targets or any(lin.name == name for lin in chosen)
             ]
+            roles = (Role.expert_gate, Role.expert_up)
+            gate, up = (self.names.get(role.value, role.value) for role in roles)
+            if (gate in hits) != (up in hits):
+                # _convert_peft_config_moe: "Cannot convert PEFT target(s) ... without also
+                # targeting ... because they are fused into gate_up_proj"
+                one, other = (gate, up) if gate in hits else (up, gate)
+                raise PlanError(
+                    f"LoRA target {one!r} needs {other!r} too: PEFT fuses both into the "
+                    "stacked experts' gate_up_proj and refuses one alone"
+                )
             chosen = [lin for lin in chosen if lin.name not in converted]
             for name in hits:
                 chosen += [lin for lin in converted[name] if lin not in chosen]
@@ -882,23 +959,26 @@ class Architecture(BaseModel):
     def _peft_expert_targets(self) -> dict[str, list[LinearLayer]]:
         """For a family PEFT converts (`peft_expert_conversion`): each transformers-4 module
         name and the stacked parameters it adapts instead. peft 0.21
-        utils/transformers_weight_conversion.py _convert_peft_config_moe, mapping "qwen2_moe":
-        gate -> the router's gate.weight (r x h, E x r); gate_proj and up_proj ->
-        experts.gate_up_proj, whose rank _MOE_FUSED_TARGETS doubles (2r E h and 2f x 2r E:
-        two adapters of h -> 2f here), down_proj -> experts.down_proj (r E f and h x r E).
-        Never the shared expert's or a dense layer's modules of those names (measured with
-        PEFT on a tiny Qwen3-Next)."""
+        utils/transformers_weight_conversion.py _convert_peft_config_moe with
+        _MOE_TARGET_MODULE_MAPPING "qwen2_moe" (gate, gate_proj, up_proj, down_proj) or
+        "mixtral" (gate, w1, w3, w2): the router -> gate.weight (r x h, E x r); the gate and
+        up projections -> experts.gate_up_proj, whose rank _MOE_FUSED_TARGETS doubles (2r E h
+        and 2f x 2r E: two adapters of h -> 2f here); the down projection ->
+        experts.down_proj (r E f and h x r E). Never the shared experts' or a dense layer's
+        modules of those names (measured with PEFT 0.21 on tiny Qwen3-Next, Qwen3-MoE,
+        DeepSeek-V2 and Mixtral models, tests/test_moe_lora_conversion.py)."""
         if not (self.peft_expert_conversion and self.moe_layer_count):
             return {}
         h, f, moe = self.hidden_size, self.expert_width, self.moe_layer_count
         copies = moe * self.num_experts
         router = self._linear(Role.router, h, self.num_experts, self.router_bias, moe, "router")
-        gate_up = [
-            self._linear(Role.expert_gate, h, 2 * f, False, copies, "expert"),
-            self._linear(Role.expert_up, h, 2 * f, False, copies, "expert"),
-        ]
-        down = [self._linear(Role.expert_down, f, h, False, copies, "expert")]
-        return {"gate": [router], "gate_proj": gate_up, "up_proj": gate_up, "down_proj": down}
+        gate, up = (
+            self._linear(role, h, 2 * f, False, copies, "expert")
+            for role in (Role.expert_gate, Role.expert_up)
+        )
+        down = self._linear(Role.expert_down, f, h, False, copies, "expert")
+        fused = [gate, up]
+        return {router.name: [router], gate.name: fused, up.name: fused, down.name: [down]}
 
     def tower_lora_layers(self, targets: tuple[str, ...]) -> tuple[TowerLinear, ...]:
         """The vision tower's linears PEFT adapts too: its suffix match reaches a tower module

@@ -467,6 +467,10 @@ def _mixtral(r: _Reader) -> dict[str, Any]:
         num_experts=experts,
         experts_per_token=top_k,
         names=_names(router="gate", expert_gate="w1", expert_up="w3", expert_down="w2"),
+        # transformers 5: MixtralExperts' stacked parameters, which PEFT converts to
+        # (its own _MODEL_TO_CONVERSION_PATTERN["mixtral"] entry)
+        stacked_experts=True,
+        peft_expert_conversion=True,
     )
     return arch
 
@@ -535,6 +539,9 @@ def _qwen2_moe(r: _Reader) -> dict[str, Any]:
         shared_expert_intermediate_size=r.integer(
             "shared_expert_intermediate_size", default=5632, minimum=0
         ),
+        # transformers 5: Qwen2MoeExperts' stacked parameters; "qwen2_moe" is no key of
+        # _MODEL_TO_CONVERSION_PATTERN, so PEFT 0.21 does not convert (measured)
+        stacked_experts=True,
     )
     return arch
 
@@ -546,6 +553,9 @@ def _qwen3_moe(r: _Reader) -> dict[str, Any]:
     # Qwen3MoeMLP of intermediate_size. configuration_qwen3_moe.py: tie default False.
     arch = _qwen3(r)
     arch.update(_experts(r, "num_experts", _qwen_sparse_layers(r, arch["num_layers"])))
+    # transformers 5: Qwen3MoeExperts' stacked parameters; conversion_mapping.py
+    # _MODEL_TO_CONVERSION_PATTERN "qwen3_moe" -> "qwen2_moe", which PEFT converts
+    arch.update(stacked_experts=True, peft_expert_conversion=True)
     return arch
 
 
@@ -590,7 +600,7 @@ def _gated_delta_net(r: _Reader, *, fused: bool, sparse: Callable[[int], int]) -
         arch["shared_expert_intermediate_size"] = r.integer(
             "shared_expert_intermediate_size", default=512, minimum=0
         )
-        arch["parameter_experts"] = True
+        arch["stacked_experts"] = True
     arch.update(
         head_dim=r.integer("head_dim", default=256),
         qk_norm="per_head",
@@ -765,6 +775,10 @@ def _deepseek_v2(r: _Reader) -> dict[str, Any]:
         router_fp32=True,
         rotary_cat=True,  # query_states = torch.cat((q_nope, q_pe), dim=-1)
         names=_names(router="gate"),
+        # transformers 5: DeepseekV2Experts' stacked parameters; conversion_mapping.py
+        # _MODEL_TO_CONVERSION_PATTERN "deepseek_v2" -> "qwen2_moe", which PEFT converts
+        stacked_experts=True,
+        peft_expert_conversion=True,
     )
     return arch
 

@@ -12,7 +12,12 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from memtui.errors import PlanError
-from memtui.estimator.architecture import Architecture, QuantMethod
+from memtui.estimator.architecture import (
+    Architecture,
+    ExpertAdapters,
+    QuantMethod,
+    expert_adapters,
+)
 from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
@@ -616,7 +621,7 @@ class Plan(Frozen):
                 "is not one adapter parameter"
             )
         # checked whatever the method: the LoRA levers and the method key switch to LoRA
-        self.model.architecture.lora_layers(self.lora_targets)
+        self.model.architecture.lora_layers(self.lora_targets, self.expert_adapters)
         if self.modules_to_save:
             self.model.architecture.saved_modules(self.modules_to_save)
         if self.optimizer_in_backward and self.grad_accum > 1:
@@ -641,6 +646,15 @@ class Plan(Frozen):
         """Every field the static state can depend on (all but ACTIVATION_FIELDS), as a
         hashable key: a new field is part of it unless it is declared activation-only."""
         return _STATE_FIELDS(self)  # type: ignore[no-any-return]
+
+    @property
+    def expert_adapters(self) -> ExpertAdapters:
+        """What LoRA's target names reach of stacked MoE experts under the plan's versions;
+        torchtune's and LitGPT's own model code keeps one module per expert projection
+        (litgpt model.py LLaMAMoE's ModuleList of LLaMAMLP) and its own LoRA, never PEFT's."""
+        if self.stack in (StackName.torchtune, StackName.litgpt):
+            return ExpertAdapters.modules
+        return expert_adapters(self.versions)
 
     @property
     def data_parallel(self) -> int:

@@ -94,6 +94,7 @@ def trainable_tensors(plan: Plan) -> tuple[TrainableTensor, ...]:
         plan.lora_targets,
         plan.lora_fraction,
         plan.modules_to_save,
+        plan.expert_adapters,  # what the targets reach of stacked experts
     )
     return _TENSORS.get(key, lambda: tuple(_trainable_tensors(plan)))
 
@@ -117,7 +118,7 @@ def _trainable_tensors(plan: Plan) -> list[TrainableTensor]:
         return [TrainableTensor(round(plan.model.parameters * plan.lora_fraction), 1)]
     r = plan.lora_rank
     tensors = []
-    for lin in arch.lora_layers(plan.lora_targets):
+    for lin in arch.lora_layers(plan.lora_targets, plan.expert_adapters):
         # LoRA (Hu et al. 2021): A is r x d_in, B is d_out x r.
         tensors.append(TrainableTensor(r * lin.d_in, lin.count, r, lin.d_in))
         tensors.append(TrainableTensor(r * lin.d_out, lin.count, lin.d_out, r))

@@ -63,7 +63,7 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 
 from __future__ import annotations
 
-from memtui.estimator.architecture import Architecture, LinearLayer, Role
+from memtui.estimator.architecture import Architecture, ExpertAdapters, LinearLayer, Role
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -216,7 +216,7 @@ def _step_time(plan: Plan) -> StepTime:
     scale = plan.model.parameters / arch.parameter_count  # a bare count's assumed shape
     full = plan.method is Method.full
     adapted = (
-        _adapted(arch, plan.lora_targets)
+        _adapted(arch, plan.lora_targets, plan.expert_adapters)
         if not full and plan.lora_fraction is None
         else frozenset()
     )
@@ -341,9 +341,11 @@ def _step_time(plan: Plan) -> StepTime:
 
 
 @memoised
-def _adapted(arch: Architecture, targets: tuple[str, ...]) -> frozenset[Role]:
+def _adapted(
+    arch: Architecture, targets: tuple[str, ...], adapters: ExpertAdapters
+) -> frozenset[Role]:
     """The roles of the linears PEFT adapts for `targets`."""
-    return frozenset(lin.role for lin in arch.lora_layers(targets))
+    return frozenset(lin.role for lin in arch.lora_layers(targets, adapters))
 
 
 @memoised

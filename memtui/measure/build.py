@@ -167,5 +167,5 @@ def _adapters_in(dtype: torch.dtype, fake: bool) -> Iterator[None]:
 
 def lora_targets(plan: Plan) -> list[str]:
     """The module names PEFT adapts for the plan's `--lora-targets`."""
-    layers = plan.model.architecture.lora_layers(plan.lora_targets)
+    layers = plan.model.architecture.lora_layers(plan.lora_targets, plan.expert_adapters)
     return sorted({lin.name for lin in layers})

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.architecture import Architecture, Role
+from memtui.estimator.architecture import Architecture, ExpertAdapters, Role
 from memtui.estimator.choices import LossKind, Method, StackName, Strategy
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
@@ -33,19 +33,22 @@ def trainable_roles(plan: Plan) -> frozenset[Role] | None:
         return None
     if plan.lora_fraction is not None:
         return frozenset({Role.q, Role.k, Role.v, Role.qkv, Role.o})
-    return _adapted_roles(plan.model.architecture, plan.lora_targets, plan.modules_to_save)
+    return _adapted_roles(
+        plan.model.architecture, plan.lora_targets, plan.modules_to_save, plan.expert_adapters
+    )
 
 
 @memoised
 def _adapted_roles(
-    arch: Architecture, targets: tuple[str, ...], saved: tuple[str, ...]
+    arch: Architecture, targets: tuple[str, ...], saved: tuple[str, ...], adapters: ExpertAdapters
 ) -> frozenset[Role]:
-    adapted = {lin.role for lin in arch.lora_layers(targets)}
+    adapted = {lin.role for lin in arch.lora_layers(targets, adapters)}
     return frozenset(adapted | {lin.role for lin in arch.saved_modules(saved)})
 
 
 @memoised
 def _head_adapted(arch: Architecture, targets: tuple[str, ...]) -> bool:
+    # the output layer is never an expert: the versions do not matter here
     return any(lin.role is Role.lm_head for lin in arch.lora_layers(targets))
 
 
@@ -64,6 +67,9 @@ def activation_setup(plan: Plan) -> Setup:
         adapter_output_bytes=precision.activation_bytes,
         adapter_dropout=lora and plan.lora_dropout > 0,
         head_adapter=lora and _head_adapted(plan.model.architecture, plan.lora_targets),
+        parametrized_experts=lora
+        and plan.model.architecture.peft_expert_conversion
+        and plan.expert_adapters in (ExpertAdapters.named, ExpertAdapters.converted),
         frozen_linears_keep_inputs=plan.method is Method.qlora and plan.qlora_keeps_inputs,
         offload_layer_inputs=plan.activation_offload,
         grad_bytes=precision.weight_bytes,
