@@ -327,7 +327,8 @@ async def test_footer_shows_the_app_keys_first(
 ) -> None:
     app = make_app(llama_plan(), ReplaySource(replay_trace, speed=None), interval=3600)
     async with app.run_test(size=(width, 40)) as pilot:
-        await pilot.pause()
+        # the footer is drawn once the screen has its estimate and its first poll
+        await wait_for(pilot, lambda: text_of(app).splitlines()[-1].strip() != "")
         footer = text_of(app).splitlines()[-1]
         for key in wanted:
             assert key in footer, (key, footer)

@@ -124,7 +124,8 @@ async def test_the_footer_ends_before_the_edge(size: tuple[int, int]) -> None:
     secondary keys (the help lists them)."""
     app = _app()
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
+        # the footer is drawn once the screen has its estimate and its first poll
+        await wait_for(pilot, lambda: text_of(app).splitlines()[-1].strip() != "")
         footer = text_of(app).splitlines()[-1]
         assert footer.endswith(" "), footer
         assert ("Theme" in footer) is (size[0] >= 120), footer
