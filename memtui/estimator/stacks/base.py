@@ -93,6 +93,7 @@ class BookStack:
 
     def __init__(self) -> None:
         self._states = BoundedCache()
+        self._setups = BoundedCache()
 
     # -- what a stack decides ---------------------------------------------------------------
 
@@ -155,7 +156,8 @@ class BookStack:
             if (seq, rows) == (plan.seq_len, plan.micro_batch)
             else (plan.model_copy(update={"seq_len": seq, "micro_batch": rows}))
         )
-        setup = self.setup(shaped)
+        # memoised on the whole plan: every strategy of the plan runs the same model
+        setup = self._setups.get(shaped, lambda: self.setup(shaped))
         head = head_bytes(plan, arch, setup, seq, rows)
         acts = activation_bytes(arch, setup, seq, rows, head)
         logits = logits_bytes(arch, setup, seq, rows) if head is None else head
