@@ -62,6 +62,7 @@ def _lever(
     total: int,
     per_gpu_total: PlanTotal,
     per_token: float,
+    tokens: int,
     token_seconds: PlanSeconds,
     name: str,
     cost: str,
@@ -72,7 +73,7 @@ def _lever(
     """The lever (not applicable when `why_not` says why), or None when the plan with it
     pulled breaks a rule of the plan or its stack (a lever is never priced on a plan the
     user could not run) or saves nothing (it is not offered). `per_token` is this plan's
-    seconds per trained token."""
+    seconds per trained token, `tokens` its tokens per step."""
     if applied:
         return Lever(name=name, saves_bytes=0, cost=cost, state=LeverState.applied)
     if why_not:
@@ -90,7 +91,6 @@ def _lever(
         return None
     # the time of this plan's tokens per step: a lever that shortens the sequences trains
     # fewer tokens per step, and costs what training the same tokens costs
-    tokens = step_time(plan).tokens_per_step
     change = (token_seconds(pulled) - per_token) * tokens
     return Lever(
         name=name,
@@ -115,11 +115,12 @@ def levers(
     whose setting has nowhere to go on this plan is there, not applicable, with why."""
     stack = CAPABILITIES[plan.stack]
     per_token = token_seconds(plan)
+    tokens = step_time(plan).tokens_per_step
 
     def make(name: str, cost: str, applied: bool, why_not: str = "", **update: Any) -> Lever | None:
         return _lever(
-            plan, total, per_gpu_total, per_token, token_seconds, name, cost, applied, update,
-            why_not,
+            plan, total, per_gpu_total, per_token, tokens, token_seconds, name, cost, applied,
+            update, why_not,
         )  # fmt: skip
 
     b = plan.micro_batch

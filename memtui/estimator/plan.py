@@ -39,6 +39,7 @@ from memtui.estimator.choices import (
 from memtui.estimator.frozen import Frozen
 from memtui.estimator.knobs import POWERS_OF_TWO, Entry, FlagGroup, Knob
 from memtui.estimator.loops import loop_for
+from memtui.estimator.memo import memoised
 from memtui.estimator.objectives import check_objective
 from memtui.estimator.strategies import offload_runs
 from memtui.estimator.units import GiB
@@ -621,7 +622,7 @@ class Plan(Frozen):
                 "is not one adapter parameter"
             )
         # checked whatever the method: the LoRA levers and the method key switch to LoRA
-        self.model.architecture.lora_layers(self.lora_targets, self.expert_adapters)
+        _lora_layers(self.model.architecture, self.lora_targets, self.expert_adapters)
         if self.modules_to_save:
             self.model.architecture.saved_modules(self.modules_to_save)
         if self.optimizer_in_backward and self.grad_accum > 1:
@@ -661,6 +662,10 @@ class Plan(Frozen):
         """N: the GPUs that share (shard) the training state."""
         return self.hardware.gpus // self.tp
 
+
+# memoised on the architecture by value: the lever list checks a plan per lever and the
+# search one per candidate (a target that matches nothing raises again each time)
+_lora_layers = memoised(Architecture.lora_layers)
 
 # one C-level getter for the hot path (the micro-batch search asks for the key per candidate)
 _STATE_FIELDS = operator.attrgetter(
