@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memtui.errors import PlanError
+from memtui.estimator.memo import memoised
 from memtui.estimator.versions import Package, Versions
 
 
@@ -52,6 +53,7 @@ PEFT_STRING_CONVERSION_FROM = (0, 20)
 huggingface/peft d0532e0ed)."""
 
 
+@memoised  # every plan check and every breakdown asks (`Plan.expert_adapters`)
 def expert_adapters(versions: Versions) -> ExpertAdapters:
     """What LoRA reaches of stacked experts under these versions (not given: the current
     releases, which convert)."""
