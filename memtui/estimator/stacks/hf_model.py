@@ -35,8 +35,8 @@ from dataclasses import replace
 from memtui.estimator.activations import Setup
 from memtui.estimator.choices import Attention, Loop, LossKind, Method, StackName
 from memtui.estimator.loops import keeps_output
-from memtui.estimator.plan import Plan
 from memtui.estimator.memo import memoised
+from memtui.estimator.plan import Plan
 from memtui.estimator.versions import Package, Versions
 
 FP32_OUTPUT_BEFORE = (4, 46)
