@@ -33,11 +33,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import Attention, Loop, LossKind, Method, StackName
+from memtui.estimator.choices import Attention, LossKind, Method
 from memtui.estimator.loops import keeps_output
-from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
-from memtui.estimator.versions import Package, Versions
+from memtui.estimator.versions import Package
 
 FP32_OUTPUT_BEFORE = (4, 46)
 """transformers releases before this one return fp32 logits from the model's forward."""
@@ -65,39 +64,22 @@ def kbit_upcast(plan: Plan) -> bool:
 def transformers_model(plan: Plan, setup: Setup) -> Setup:
     """`setup` with the residual stream, the model's logits, the loss's copies and the logits
     the loop keeps as the plan's transformers, PEFT and loop make them."""
-    return _laid_over(
+    if kbit_upcast(plan):
+        setup = replace(setup, residual_bytes=4)
+    versions = plan.versions
+    if plan.model.architecture.rotary:
+        setup = _llama_attention(plan, setup)
+    if setup.loss is not LossKind.full:  # a chunked or fused loss is not the model's own
+        return setup
+    fp32_output = versions.before(Package.transformers, FP32_OUTPUT_BEFORE)
+    output = 4 if fp32_output else setup.compute_bytes
+    kept = output if keeps_output(plan.stack, plan.loop, plan.loop_keeps_output) else 0
+    return replace(
         setup,
-        kbit_upcast(plan),
-        plan.versions,
-        plan.model.architecture.rotary,
-        (plan.stack, plan.loop, plan.loop_keeps_output),
+        output_logits_bytes=output,
+        shifted_logits_copy=versions.before(Package.transformers, SHIFTED_COPY_BEFORE),
+        kept_logits_bytes=kept,
     )
-
-
-@memoised
-def _laid_over(
-    setup: Setup,
-    upcast: bool,
-    versions: Versions,
-    rotary: bool,
-    loop: tuple[StackName, Loop, bool],
-) -> Setup:
-    # memoised on what it reads (every strategy and lever of a plan asks again), and one
-    # `replace` for every rule: no rule reads a field another one sets
-    changes: dict[str, object] = {}
-    if upcast:
-        changes["residual_bytes"] = 4
-    if rotary:
-        changes.update(_llama_attention(setup, versions))
-    if setup.loss is LossKind.full:  # a chunked or fused loss is not the model's own
-        fp32_output = versions.before(Package.transformers, FP32_OUTPUT_BEFORE)
-        output = 4 if fp32_output else setup.compute_bytes
-        changes.update(
-            output_logits_bytes=output,
-            shifted_logits_copy=versions.before(Package.transformers, SHIFTED_COPY_BEFORE),
-            kept_logits_bytes=output if keeps_output(*loop) else 0,
-        )
-    return replace(setup, **changes) if changes else setup  # type: ignore[arg-type]
 
 
 def trainer_fused_adamw(plan: Plan) -> bool:
@@ -105,16 +87,19 @@ def trainer_fused_adamw(plan: Plan) -> bool:
     return not any(plan.versions.before(p, v) for p, v in FUSED_ADAMW_FROM.items())
 
 
-def _llama_attention(setup: Setup, versions: Versions) -> dict[str, bool]:
-    """The fields of `setup` a LLaMA-style model's SDPA call sets under `versions`."""
+def _llama_attention(plan: Plan, setup: Setup) -> Setup:
+    """`setup` with a LLaMA-style model's SDPA call as the plan's transformers makes it."""
+    versions = plan.versions
+    mask = versions.before(Package.transformers, MASK_BEFORE)
     first, end = CONTIGUOUS_QUERY
     contiguous = versions.before(Package.transformers, end) and not versions.before(
         Package.transformers, first
     )
     sdpa = setup.attention is Attention.flash
-    return {
-        "sdpa_repeats_kv": sdpa and versions.before(Package.transformers, GQA_IN_SDPA_FROM),
-        "sdpa_output_copy": sdpa and contiguous,
-        "sdpa_causal_mask": sdpa and versions.before(Package.transformers, MASK_BEFORE),
-        "rotary_per_layer": versions.before(Package.transformers, ROTARY_ONCE_FROM),
-    }
+    return replace(
+        setup,
+        sdpa_repeats_kv=sdpa and versions.before(Package.transformers, GQA_IN_SDPA_FROM),
+        sdpa_output_copy=sdpa and contiguous,
+        sdpa_causal_mask=sdpa and mask,
+        rotary_per_layer=versions.before(Package.transformers, ROTARY_ONCE_FROM),
+    )
