@@ -85,6 +85,28 @@ class Breakdown:
         return self.total - grows + t.persistent + t.backward
 
 
+@dataclass(frozen=True)
+class ModelPass:
+    """What one plan's forward and backward hold, whatever the strategy: a stack's
+    `breakdown` computes it once per plan for every strategy."""
+
+    plan: Plan
+    """The plan as the books read it (a reward model's score head in place of the lm_head)."""
+    shaped: Plan
+    """That plan with the micro-batch the objective's trainer runs (DPO: chosen and
+    rejected), what the stack's setup and transient read."""
+    setup: Setup
+    activations: int
+    """Saved activations at the backward's peak, bytes per GPU."""
+    logits: int
+    """The loss's logits buffers at that peak, bytes per GPU."""
+    kept: int | None
+    """Logits of the loop's output alive through the optimizer step (None: the loop drops
+    the output before it)."""
+    offloaded: int
+    """Pinned CPU bytes of offloaded activations."""
+
+
 class BookStack:
     """The common assembly of a stack's books; subclasses override what differs."""
 
@@ -93,7 +115,7 @@ class BookStack:
 
     def __init__(self) -> None:
         self._states = BoundedCache()
-        self._setups = BoundedCache()
+        self._passes = BoundedCache()
 
     # -- what a stack decides ---------------------------------------------------------------
 
@@ -138,9 +160,8 @@ class BookStack:
 
         return self._states.get((strategy, plan.state_key), compute)
 
-    def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
-        """Every term's bytes per GPU for `plan` run with `strategy` (the hot path: the
-        lever list and the micro-batch search call it many times)."""
+    def _model_pass(self, plan: Plan) -> ModelPass:
+        """What `plan`'s forward and backward hold, whatever the strategy."""
         scored = scored_architecture(plan)
         if scored is not None:  # a reward model: its score head in place of the lm_head
             model = plan.model.model_copy(
@@ -148,7 +169,6 @@ class BookStack:
             )
             plan = plan.model_copy(update={"model": model})
         arch = plan.model.architecture
-        state = self.static_state(plan, strategy)
         # the micro-batch as the objective's trainer runs it (DPO: chosen and rejected)
         seq, rows = trained_shape(plan)
         shaped = (
@@ -156,33 +176,48 @@ class BookStack:
             if (seq, rows) == (plan.seq_len, plan.micro_batch)
             else (plan.model_copy(update={"seq_len": seq, "micro_batch": rows}))
         )
-        # memoised on the whole plan: every strategy of the plan runs the same model
-        setup = self._setups.get(shaped, lambda: self.setup(shaped))
+        setup = self.setup(shaped)
         head = head_bytes(plan, arch, setup, seq, rows)
-        acts = activation_bytes(arch, setup, seq, rows, head)
-        logits = logits_bytes(arch, setup, seq, rows) if head is None else head
-        extra = self.transient(shaped, strategy, state, setup)
+        kept = None
         if setup.kept_logits_bytes and output_through_step(
             plan.stack, plan.loop, plan.loop_keeps_output
         ):
-            # the loop's output outlives the backward: its logits beside the optimizer step
             kept = kept_output_bytes(arch, setup, seq, rows)
+        return ModelPass(
+            plan,
+            shaped,
+            setup,
+            activation_bytes(arch, setup, seq, rows, head),
+            logits_bytes(arch, setup, seq, rows) if head is None else head,
+            kept,
+            offloaded_bytes(arch, setup, seq, rows),
+        )
+
+    def breakdown(self, plan: Plan, strategy: Strategy) -> Breakdown:
+        """Every term's bytes per GPU for `plan` run with `strategy` (the hot path: the
+        lever list and the micro-batch search call it many times)."""
+        # memoised on the whole plan: every strategy of the plan runs the same model
+        run = self._passes.get(plan, lambda: self._model_pass(plan))
+        plan, setup = run.plan, run.setup
+        state = self.static_state(plan, strategy)
+        extra = self.transient(run.shaped, strategy, state, setup)
+        if run.kept is not None:
+            # the loop's output outlives the backward: its logits beside the optimizer step
             extra = replace(
                 extra,
-                step=extra.step + kept,
-                detail=f"{extra.detail}, the loop's output {kept / 1e9:.2f} GB",
+                step=extra.step + run.kept,
+                detail=f"{extra.detail}, the loop's output {run.kept / 1e9:.2f} GB",
             )
         goal = (
             NOTHING
             if plan.objective is Objective.sft
             else objective_bytes(plan, frozen_copy_bytes(plan, strategy), state.total)
         )
-        books = Books(plan, state, setup, acts, logits, extra, goal)
+        books = Books(plan, state, setup, run.activations, run.logits, extra, goal)
         # the allocator's terms first: the runtime overhead is computed around their sum
         terms = {kind: hook(books) for kind, hook in TermKind.allocator_hooks}
         rt = runtime(plan, sum(terms.values()), state.managed)
-        around = Books(plan, state, setup, acts, logits, extra, goal, rt)
+        around = Books(plan, state, setup, run.activations, run.logits, extra, goal, rt)
         for kind, hook in TermKind.outside_hooks:
             terms[kind] = hook(around)
-        offloaded = offloaded_bytes(arch, setup, seq, rows)
-        return Breakdown(terms, state, extra, rt, state.cpu_bytes + offloaded, goal)
+        return Breakdown(terms, state, extra, rt, state.cpu_bytes + run.offloaded, goal)
