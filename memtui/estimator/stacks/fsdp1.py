@@ -31,9 +31,10 @@ MixedPrecision(param_dtype=bf16, reduce_dtype=bf16). What differs from FSDP2's b
   lora_B, in a unit of its own; transformers trainer.py _fsdp_qlora_plugin_updates, peft
   utils/other.py fsdp_auto_wrap_policy) is resharded by a multi-grad hook on its forward's
   inputs (_runtime_utils.py _register_post_backward_reshard_only_hook). When the model's own
-  loop checkpoints around the unit (transformers before 4.52: `memtui.estimator.stacks.fsdp1.
-  CHECKPOINT_AROUND_UNIT_BEFORE`), that hook runs inside the reentrant recomputation, and the
-  step's backward ends holding one more hidden-state-sized tensor per layer (`retained_grads`).
+  loop checkpoints around the unit (transformers before 4.52, `CHECKPOINT_AROUND_UNIT_BEFORE`)
+  with torch's reentrant checkpoint (its default where Trainer passes no use_reentrant), that
+  hook runs inside the recomputation, and the step's backward ends holding one more
+  hidden-state-sized tensor per layer (`retained_grads`).
 - Under gradient accumulation accelerate runs FSDP's no_sync (Accelerator.no_sync), which
   accumulates the full model's unsharded gradients in the param dtype until the last
   micro-batch (FullyShardedDataParallel.no_sync: "FSDP will accumulate the full model
@@ -147,7 +148,7 @@ class Fsdp1Stack(Fsdp2Stack):
             backward += extra
             detail += (
                 f", residual gradients the reshard-only hooks hold {retained / 1e9:.2f} GB "
-                f"(the checkpoint runs around each unit: transformers before 4.52)"
+                "(the checkpoint runs around each unit: transformers before 4.52)"
             )
         persistent = 0
         if plan.grad_accum > 1 and plan.hardware.gpus > 1:  # no_sync: unsharded gradients
