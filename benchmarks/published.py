@@ -121,6 +121,14 @@ SHARDED_QLORA = (
 )
 PEFT_READ = "the doc's GPU memory is the process as the driver sees it (likely; not stated)"
 PEFT_BNB = "bitsandbytes of early 2024 (before 0.43.2): 4-bit linears kept their inputs"
+# The FSDP QLoRA figures were written with the doc's section (peft 6008f272a, 2024-03-13), whose
+# launch needs transformers' FSDP+QLoRA support (transformers pull 29587, released in 4.39.0);
+# the doc's later "transformers>4.44.2" line came with the section's October 2024 update
+PEFT_FSDP_VERSIONS = "--transformers-version 4.39.0"
+PEFT_FSDP_WHEN = (
+    "transformers 4.39.0: the figures date from peft 6008f272a (2024-03-13), when FSDP+QLoRA "
+    "had just landed in transformers (pull 29587, released in 4.39.0)"
+)
 
 
 @dataclass(frozen=True)
@@ -1046,13 +1054,13 @@ RUNS: tuple[Run, ...] = (
     Run("peft-doc-fsdp-qlora-llama2-70b-2gpu", PEFT_FSDP,
         "When disabling CPU offloading, the GPU memory usage is  **35.6 GB/ GPU**.",
         f"--stack fsdp1 --method qlora {PEFT_70B} --gpus 2 --strategy fsdp --gpu-memory 80GB "
-        "--qlora-keeps-inputs --no-kbit-upcast", 35.6 * GB, "nvidia-smi",
-        notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA]),
+        f"--qlora-keeps-inputs --no-kbit-upcast {PEFT_FSDP_VERSIONS}", 35.6 * GB, "nvidia-smi",
+        notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA, PEFT_FSDP_WHEN]),
     Run("peft-doc-fsdp-qlora-llama2-70b-2gpu-cpuoffload", PEFT_FSDP,
         "In the above example, the memory consumed per GPU is **19.6 GB**",
         f"--stack fsdp1 --method qlora {PEFT_70B} --gpus 2 --strategy fsdp --offload params "
-        "--gpu-memory 24GB --qlora-keeps-inputs --no-kbit-upcast", 19.6 * GB, "nvidia-smi",
-        notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA]),
+        f"--gpu-memory 24GB --qlora-keeps-inputs --no-kbit-upcast {PEFT_FSDP_VERSIONS}",
+        19.6 * GB, "nvidia-smi", notes=[PEFT_READ, PEFT_BNB, SHARDED_QLORA, PEFT_FSDP_WHEN]),
     Run("peft-doc-dsz3-qlora-llama2-70b-2x40gb", PEFT_DS,
         "In the above example, the memory consumed per GPU is **36.6 GB**.",
         f"--stack deepspeed --method qlora {PEFT_70B} --gpus 2 --strategy zero3 "

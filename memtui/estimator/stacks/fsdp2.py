@@ -91,22 +91,29 @@ def sharded_layout(plan: Plan, tensors: tuple[TrainableTensor, ...]) -> Layout:
 
 
 def unit_buffers(
-    plan: Plan, strategy: Strategy, state: StaticState, units_in_flight: int, reduce_bytes: int
+    plan: Plan,
+    strategy: Strategy,
+    state: StaticState,
+    units_in_flight: int,
+    reduce_bytes: int,
+    layer_bytes: float | None = None,
 ) -> tuple[int, str]:
     """Bytes of gathered units and gradient buffers during backward: the root unit, kept
     gathered, `units_in_flight` gathered decoder layers (or every layer when parameters are
     not resharded after forward), the running unit's unsharded gradients and its
-    reduce-scatter input."""
+    reduce-scatter input. `layer_bytes`: a gathered layer's bytes where they are not its
+    parameters in the compute dtype (a stack that gathers 4-bit codes)."""
     if plan.hardware.gpus == 1:
         return 0, "one GPU: nothing to gather"
     compute = plan.precision.activation_bytes
     layer, root = unit_parameters(plan)
     share = state.trainable / plan.model.parameters
+    one = compute * layer if layer_bytes is None else layer_bytes
     if strategy_spec(strategy).shards_weights:
-        gathered = compute * (root + units_in_flight * layer)
+        gathered = compute * root + units_in_flight * one
         what = f"root unit + {units_in_flight} layers gathered {gathered / 1e9:.2f} GB"
     else:  # SHARD_GRAD_OP: unsharded from forward to backward
-        gathered = compute * (root + plan.model.architecture.num_layers * layer)
+        gathered = compute * root + plan.model.architecture.num_layers * one
         what = f"every unit gathered (no reshard after forward) {gathered / 1e9:.2f} GB"
     grads = (compute + reduce_bytes) * (root + layer) * share
     return round(gathered + grads), f"{what}, a unit's gradients to reduce {grads / 1e9:.2f} GB"
