@@ -38,6 +38,7 @@ from memtui.estimator.activations import logits_bytes
 from memtui.estimator.choices import Attention
 from memtui.estimator.model_source import load_model
 from memtui.estimator.stacks import STACKS
+from memtui.estimator.stacks.autocast import autocast_weight_copies
 from memtui.measure.tracker import LiveTracker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,6 +190,30 @@ def test_the_fit_loop_holds_the_fp32_logits_through_the_optimizer_step():
     # optimizer step runs beside the fp32 chunks (4 bytes per logit)
     kept = 4 * 512 * 2 * 256000
     assert f"the loop's output {kept / 1e9:.2f} GB" in breakdown(plan()).transient.detail
+
+
+# -- bf16-mixed: the frozen fp32 head cast once per chunk ----------------------------------
+
+
+def test_autocast_casts_a_frozen_head_once_per_chunk_and_each_copy_is_saved():
+    # aten/src/ATen/autocast_mode.cpp cached_cast caches the casts of trainable leaves only:
+    # a frozen fp32 lm_head is cast anew by every chunk's matmul, which saves the copy
+    vocab, h, s = 4096, 64, 1024
+    weight = torch.randn(vocab, h)
+    hidden = torch.randn(1, s, h)
+    tracker = LiveTracker(lambda _t, phase: phase, known=[weight, hidden])
+    with tracker:
+        x = (hidden * 1).requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            chunks = [torch.nn.functional.linear(c, weight) for c in x.split(128, dim=1)]
+        outputs = sum(c.numel() * c.element_size() for c in chunks)
+        copies = (tracker.current - x.numel() * 4 - outputs) / (2 * vocab * h)
+    assert copies == s // 128
+    # memtui: one copy per chunk (9 for 1034 tokens) where autocast_weight_copies has one
+    mixed = plan(LLAMA2_7B, precision=Precision.bf16_autocast, seq_len=1034, micro_batch=1)
+    one_copy = autocast_weight_copies(mixed, STACKS[StackName.litgpt].setup(mixed), peft=False)
+    beyond = (breakdown(mixed).transient.backward - one_copy) / (2 * LLAMA2_HEAD)
+    assert 8 <= beyond < 8.5  # 8 more copies, at a moment a little past the activations' peak
 
 
 # -- Gemma 2: eager attention --------------------------------------------------------------
