@@ -26,7 +26,10 @@ lm_head's included (module_init_context's _ClassReplacementContextManager, no
 ignore_modules: lightning 2.1.0 to 2.3.3; LitGPT passes none, finetune/lora.py setup), so the
 head is NF4 and is dequantized whole for its matmul like the decoder's linears. Gemma 2's
 attention soft-cap makes its attention eager (model.py CausalSelfAttention
-.scaled_dot_product_attention: "with softcapping we cannot use SDPA", 916a84ca on).
+.scaled_dot_product_attention: "with softcapping we cannot use SDPA", 916a84ca on). Its
+final logit soft-cap reaches the chunked training forward from 17a58dfa (Dec 2024, lora.py
+GPT.forward `clamp_head`); the books follow that code, 2 bytes per logit above the Gemma 2
+runs of mid-2024.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ fp32 outside their forward context (plugins/precision/half.py HalfPrecision.conv
 for bf16-true, amp.py MixedPrecision for bf16-mixed, bitsandbytes.py BitsandbytesPrecision for
 QLoRA; lightning 2.1.0 to 2.3.3). chunked_cross_entropy then keeps fp32 log-probs. Measured on
 CPU through Fabric with litgpt 0.4.2 and lightning 2.3.3: 10.3 bytes per logit at the step's
-peak, 5.3 without the wrapper (tests/test_litgpt_stack.py derives the bytes)."""
+peak, 5.3 without the wrapper (tests/test_litgpt_stack.py replays the step)."""
 
 
 def head_copy_elements(plan: Plan) -> int:
