@@ -52,7 +52,9 @@ LOOPS: dict[Loop, LoopShape] = {
     ),
     Loop.litgpt: LoopShape(
         keeps_output=True,
-        source="LitGPT fit(): the logit chunks referenced through backward (litgpt/lora.py)",
+        source="LitGPT fit(): the logit chunks referenced through backward and the optimizer "
+        "step, until the next forward returns (litgpt/finetune/lora.py, 5895df10 on)",
+        through_step=True,
     ),
 }
 """Every loop but auto, by name."""
