@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from memtui.commands.plan_flags import plan_and_import
 from memtui.estimator import estimate
 from memtui.estimator.plan import Plan
 from memtui.estimator.terms import TermKind
@@ -66,3 +67,31 @@ def test_dropout_makes_each_adapted_projection_keep_its_own_dropped_input():
         2,
         512,
     )
+
+
+def test_a_config_without_lora_dropout_says_which_builder_default_it_took(tmp_path):
+    # torchtune 0.1's recipes/configs/llama2/7B_lora.yaml (fef3ed10d) sets no lora_dropout:
+    # the builder decides, 0.05 before v0.3.0 and 0.0 since; the file alone cannot say which
+    config = tmp_path / "7B_lora.yaml"
+    config.write_text(
+        "model:\n"
+        "  _component_: torchtune.models.llama2.lora_llama2_7b\n"
+        "  lora_attn_modules: ['q_proj', 'v_proj']\n"
+        "  lora_rank: 8\n"
+        "batch_size: 2\n"
+        "dtype: bf16\n",
+        encoding="utf-8",
+    )
+    args = published.build_parser().parse_args(["estimate", "--from", str(config)])
+    plan, found = plan_and_import(args, None)
+    assert plan.lora_dropout == 0.0
+    assert found is not None
+    (said,) = [a for a in found.assumptions if "lora_dropout" in a]
+    assert "0.05 before" in said and "--lora-dropout 0.05" in said
+    origin = next(p for p in found.provenance if p.field == "lora_dropout")
+    assert origin.source.endswith("model.lora_dropout (default)")
+    # the flag wins over the builder's default
+    args = published.build_parser().parse_args(
+        ["estimate", "--from", str(config), "--lora-dropout", "0.05"]
+    )
+    assert plan_and_import(args, None)[0].lora_dropout == 0.05
