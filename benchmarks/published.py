@@ -84,6 +84,16 @@ TT_2404 = (
 # llama3/_model_builders.py lora_llama3_8b passes `lora_dropout=0.05` (20747cd87); the configs
 # do not set it
 TT_2404_LORA = f"{TT_2404} --lora-dropout 0.05"
+TT_4090_GAP = (
+    "re-measured on RTX 4090s for the README in pull 775 (the table before it, a95c6b931: A100s "
+    "capped by set_per_process_memory_fraction, the March configs: 14.17 GB for 2-GPU LoRA, "
+    "12.01 GB for 4-GPU full); read in torchtune 0.1 (recipes/*_finetune_distributed.py, "
+    "modules/) and torch 2.2.2 (FSDP1 _runtime_utils.py: frozen units resharded once their "
+    "input's gradient exists; _limiter_utils.py: two all-gathers in flight), nothing in the "
+    "step holds more than memtui's allocated figure; the gap to this reserved figure is not "
+    "located (the caching allocator on an uncapped card, over batches of varying length, is "
+    "the suspect left)"
+)
 PEFT_70B = (
     "--model meta-llama/Llama-2-70b-hf --precision bf16-mixed --lora-rank 8 --lora-dropout 0.1 "
     "--lora-targets all-linear --micro-batch 2 --seq-len 2048 --checkpointing full "
@@ -964,7 +974,7 @@ RUNS: tuple[Run, ...] = (
         f"{TT_2404_LORA} --model meta-llama/Llama-2-7b-hf --method lora --lora-rank 8 "
         "--lora-targets q_proj,v_proj --checkpointing none --gpus 2 --strategy fsdp "
         "--gpu-memory rtx4090", 20.95 * GB, "reserved",
-        notes=["7B_lora.yaml turns activation checkpointing off"]),
+        notes=["7B_lora.yaml turns activation checkpointing off", TT_4090_GAP]),
     Run("tt-readme-2404-llama2-7b-full-lowmem-1x4090", TT_README_2404,
         "| 1 x RTX 4090 | Full finetune | full_finetune_single_device | Llama-7B | 14.97 GB |",
         f"{TT_2404} --model meta-llama/Llama-2-7b-hf --method full --optimizer paged-adamw "
@@ -974,7 +984,8 @@ RUNS: tuple[Run, ...] = (
     Run("tt-readme-2404-llama2-7b-full-4x4090-fsdp", TT_README_2404,
         "| 4 x RTX 4090 | Full finetune | full_finetune_distributed | Llama-7B | 22.9 GB |",
         f"{TT_2404} --model meta-llama/Llama-2-7b-hf --method full --checkpointing full "
-        "--gpus 4 --strategy fsdp --gpu-memory rtx4090", 22.9 * GB, "reserved"),
+        "--gpus 4 --strategy fsdp --gpu-memory rtx4090", 22.9 * GB, "reserved",
+        notes=[TT_4090_GAP]),
     Run("tt-lora-tut-llama2-7b-qv-r8", TT_LORA_TUT, "* - Q and V only - 8 - 16 - **15.57 GB**",
         f"{TT_2404_LORA} --model meta-llama/Llama-2-7b-hf --method lora --lora-rank 8 "
         "--lora-targets q_proj,v_proj --checkpointing full --gpus 1 --strategy ddp",
