@@ -213,8 +213,13 @@ def _method(facts: Facts, model: dict[str, Any], prefix: str) -> None:
     facts.state("method", Method.qlora if quantized else Method.lora, where)
     facts.state("lora_rank", as_int(facts, "model.lora_rank", model.get("lora_rank", 8)),
                 "model.lora_rank")  # fmt: skip
-    dropout = as_float(facts, "model.lora_dropout", model.get("lora_dropout", 0.0))
-    facts.state("lora_dropout", dropout, "model.lora_dropout")
+    if "lora_dropout" in model:
+        dropout = as_float(facts, "model.lora_dropout", model["lora_dropout"])
+        facts.state("lora_dropout", dropout, "model.lora_dropout")
+    else:  # the builders' default moved (models/llama2/_model_builders.py lora_llama2_7b)
+        facts.default("lora_dropout", 0.0, "model.lora_dropout")
+        facts.assume("model.lora_dropout unset: 0.0, the builders' default since torchtune "
+                     "0.3.0 (0.05 before it: --lora-dropout 0.05 for such a job)")  # fmt: skip
     attention = as_names(facts, "model.lora_attn_modules", model.get("lora_attn_modules", []))
     unknown = [n for n in attention if n not in _ATTENTION]
     if unknown:

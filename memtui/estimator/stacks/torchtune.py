@@ -6,8 +6,19 @@ torchtune/training/):
   weights, gradients and torch.optim's moments in bf16, no master copy. Distributed recipes
   shard with FSDP2 without a MixedPrecisionPolicy (training/_distributed.py shard_model):
   bf16 shards, bf16 gradients and reduce-scatter; single-device recipes run one GPU.
+  Before v0.3.0 they wrapped with FSDP1 instead (recipes/*_finetune_distributed.py v0.1.0 to
+  v0.2.1: `FSDP(..., ShardingStrategy.FULL_SHARD, mixed_precision=None)`, each
+  TransformerDecoderLayer a unit and, for LoRA, each lora_a and lora_b one of its own:
+  utils/_distributed.py lora_fsdp_wrap_policy), the same bf16 state. Read in torch 2.2.2
+  (the release torchtune 0.1 was tested with), FSDP1 holds less than the FSDP2 books below,
+  which are kept for it: limit_all_gathers (on by default) allows two all-gathers in flight
+  (_limiter_utils.py _FreeEventQueue), written straight into the unit's flat parameter (no
+  separate all-gather output), and a frozen unit is resharded once its input's gradient is
+  computed (_runtime_utils.py _register_post_backward_reshard_only_hook).
 - LoRA adapters are plain bf16 nn.Linear (modules/peft/lora.py LoRALinear) applied to the
-  same input as the base layer, with no cast: they share it.
+  same input as the base layer, with no cast: they share it, unless a dropout runs first
+  (`self.lora_a(self.dropout(x))`): the model builders' lora_dropout is 0.05 before v0.3.0
+  (models/llama2/_model_builders.py lora_llama2_7b) and 0.0 since.
 - QLoRA quantizes the linears to torchao's NF4 (64-element blocks, double-quantized scalers)
   and leaves norms, embeddings and the output projection in bf16 (no upcast).
 - Configs use torch.optim.AdamW(fused=True): no step temporaries. optimizer_in_bwd steps and
@@ -100,7 +111,8 @@ class TorchtuneStack(BookStack):
         self, plan: Plan, strategy: Strategy, state: StaticState, setup: Setup
     ) -> Transient:
         width = plan.precision.weight_bytes
-        # FSDP2 without a policy: the running unit, its buffer, the prefetched next one
+        # FSDP2 without a policy: the running unit, its buffer, the prefetched next one (an
+        # upper bound of what FSDP1 holds before v0.3.0: module docstring)
         backward, detail = unit_buffers(plan, strategy, state, 3, width)
         step, why = optimizer_temporaries(plan, strategy, state, width, fused=True)
         return Transient(
