@@ -64,6 +64,7 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 from __future__ import annotations
 
 from memtui.estimator.architecture import Architecture, ExpertAdapters, LinearLayer, Role
+from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -252,7 +253,11 @@ def _step_time(plan: Plan) -> StepTime:
         head_trains = full or "lm_head" in plan.modules_to_save
         head_b = (2 if head_trains else 1) * head_f
         head_flops_b = (2 if head_trains else 1) * head_flops_f
-        loss = LOSS_BYTES[plan.loss] * tokens * vocab / card.bandwidth
+        # a stack that all-gathers the vocab shards computes the loss on the whole
+        # vocabulary on every rank (`TensorParallelPlan.logits_gathered`)
+        gathered = t > 1 and CAPABILITIES[plan.stack].tensor_parallel_plan.logits_gathered
+        loss_vocab = arch.vocab_size if gathered else vocab
+        loss = LOSS_BYTES[plan.loss] * tokens * loss_vocab / card.bandwidth
 
     layers_f = fwd + attn_f + elem_f + lora_fwd
     forward = layers_f + head_f
@@ -439,11 +444,22 @@ def _communication(
 ) -> tuple[float, float, float, float]:
     """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and the
     compute seconds NCCL's blocks slow behind the hidden ones of each)."""
+    nvlink = _nvlink(plan, card.preset)
+    intra = plan.hardware.intra_node_bandwidth * (NCCL_NVLINK_SHARE if nvlink else 1.0)
     micro, boundary, hidden_micro, hidden_boundary = _collectives(
-        plan, trainable, forward, backward
+        plan, trainable, forward, backward, intra
     )
     share = _nccl_sm_share(plan, card.preset)
     return micro, boundary, share * hidden_micro, share * hidden_boundary
+
+
+NCCL_NVLINK_SHARE = 0.8
+"""The share of the datasheet's NVLink bandwidth NCCL's rings reach: its topology takes a
+link at 20.0 GB/s per direction on sm70-sm80, 20.6 on sm90 and 40.1 on sm100 (src/graph/
+topo.h SM80_NVLINK_BW, SM90_NVLINK_BW, SM100_NVLINK_BW; 2.18-2.30) against the datasheets'
+25, 25 and 50 GB/s a link, and its search settles on 6 rings of 40 GB/s (sm90: 60) over
+NVSwitch (search.cc speedArrayIntra, sm90SpeedArrayIntra): 240 of A100's 300 GB/s, 360 of
+H100's 450."""
 
 
 # NCCL's channel count, each channel one CUDA block held on an SM for the collective's
@@ -460,13 +476,17 @@ NCCL_BLOCKS_NVLINK = 24
 NCCL_BLOCKS_PCIE = 2
 
 
+def _nvlink(plan: Plan, preset: GpuPreset) -> bool:
+    """Whether the node's GPUs talk over NVLink: a link faster than the card's PCIe x16."""
+    return plan.hardware.intra_node_bandwidth > preset.host_link
+
+
 def _nccl_sm_share(plan: Plan, preset: GpuPreset) -> float:
     """The share of the card's SMs NCCL's blocks hold while a collective runs: compute
     overlapped with it runs on the rest, so each hidden second of communication costs this
     share of a second of compute (a lower bound: the GEMM's last wave can spill into a
     second one, the forum's case)."""
-    nvlink = plan.hardware.intra_node_bandwidth > preset.host_link  # faster than PCIe x16
-    blocks = NCCL_BLOCKS_NVLINK if nvlink else NCCL_BLOCKS_PCIE
+    blocks = NCCL_BLOCKS_NVLINK if _nvlink(plan, preset) else NCCL_BLOCKS_PCIE
     return blocks / preset.sms
 
 
@@ -479,15 +499,15 @@ def _hidden(seconds: float, window: float, units: int) -> float:
 
 
 def _collectives(
-    plan: Plan, trainable: int, forward: float, backward: float
+    plan: Plan, trainable: int, forward: float, backward: float, intra_rate: float
 ) -> tuple[float, float, float, float]:
     """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and
-    the seconds hidden behind compute of each)."""
+    the seconds hidden behind compute of each), the node's collectives at `intra_rate` bytes/s."""
     hw = plan.hardware
     units = plan.model.architecture.num_layers
     tp = tensor_parallel_volume(plan) / plan.grad_accum
     # Megatron's tensor-parallel all-reduces wait for the layer's output: on the critical path
-    tp_link = hw.intra_node_bandwidth if plan.tp <= hw.gpus_per_node else hw.inter_node_bandwidth
+    tp_link = intra_rate if plan.tp <= hw.gpus_per_node else hw.inter_node_bandwidth
     micro = tp / tp_link
     if plan.data_parallel == 1:
         return micro, 0.0, 0.0, 0.0
@@ -498,7 +518,7 @@ def _collectives(
     if how.hybrid:
         # HSDP: FSDP's gathers and reduce-scatters inside the node every micro-step, the
         # replicas' all-reduce across nodes behind the last backward
-        each = intra / hw.intra_node_bandwidth / ga
+        each = intra / intra_rate / ga
         gather = each * weights / (2 * weights + grads)
         exposed = _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
         # (issued per unit after its reduce-scatter: torch fsdp _runtime_utils.py
@@ -506,7 +526,7 @@ def _collectives(
         across = inter / hw.inter_node_bandwidth
         last = _hidden(across, backward, units)
         return micro + exposed, last, each - exposed, across - last
-    link = intra / hw.intra_node_bandwidth + inter / hw.inter_node_bandwidth
+    link = intra / intra_rate + inter / hw.inter_node_bandwidth
     if how.shards_weights:
         # ZeRO-3 / FSDP: the forward's gather behind the forward, the backward's gather and
         # reduce-scatter behind the backward, every micro-step
