@@ -405,8 +405,7 @@ KEMPNER_DEFAULTS = (
     "(scripts/train.py @01b461a applies fully_shard only over a mesh): a memtui plan of "
     "one data-parallel rank has no FSDP collectives either",
     "kempnerforge/distributed/tensor_parallel.py @01b461a: DTensor ColwiseParallel q, k, v, "
-    "gate, up; RowwiseParallel o, down; SequenceParallel norms (Megatron's volume, as "
-    "all-gathers and reduce-scatters)",
+    "gate, up; RowwiseParallel o, down; SequenceParallel norms",
 )
 KEMPNER_WEAK = "KempnerInstitute/KempnerForge benchmarks/weak_scaling_160gpu/README.md @e9f918929"
 KEMPNER_B70 = (
@@ -415,14 +414,13 @@ KEMPNER_B70 = (
     "--distributed.tp=4 and dp_shard; the README: 'activation checkpointing (full), fused "
     "AdamW'"
 )
-# torch distributed/tensor/parallel/style.py ColwiseParallel._prepare_input_fn redistributes
-# each module's own input; torchtitan gathers once per attention and MLP (PrepareModuleInput)
 KEMPNER_TP = (
-    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan puts "
-    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up without a "
-    "PrepareModuleInput, so each redistributes (all-gathers) its own copy of the sequence-"
-    "sharded input: 7 collectives per layer and pass where memtui counts Megatron's 4 "
-    "(1.75x its tensor-parallel volume, about 3-10 points of these runs' error)"
+    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan: "
+    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up with no "
+    "PrepareModuleInput, SequenceParallel norms: each projection all-gathers its own copy of "
+    "the sequence-sharded input (torch style.py ColwiseParallel._prepare_input_fn), 7 "
+    "collectives per layer and pass where Megatron's plan has 4 (--tp-style per-projection); "
+    "output_head ColwiseParallel(output_layouts=Replicate()): the logits gathered"
 )
 KEMPNER_JOB = (
     "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
@@ -451,7 +449,8 @@ def _kempner(
         Config(
             model, "h200", gpus // nodes, "full", "bf16-mixed", "adamw",
             "fsdp", micro_batch, 4096, grad_accum, "full", "fsdp2",
-            f"--loss full --optimizer-kernel fused --tp {tp}", nodes=nodes,
+            f"--loss full --optimizer-kernel fused --tp {tp}"
+            + (" --tp-style per-projection" if tp > 1 else ""), nodes=nodes,
         ),
         float(row.split("|")[6 if source == KEMPNER else 4].split("±")[0].replace(",", "")),
         Per.job,

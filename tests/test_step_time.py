@@ -305,6 +305,12 @@ def test_tp_collectives_follow_the_stacks_tensor_parallel_plan():
     assert estimate(generic).communication.tensor_parallel_bytes == 32 * 8 * one_pass
     logits = 4096 * 32000 * 2 / 2
     assert estimate(fsdp2).communication.tensor_parallel_bytes == 32 * 14 * one_pass + logits
+    # the user's style over the stack's: under full recomputation the forward's collectives
+    # run again, 7 per layer gathering sequence-sharded inputs, 4 replicated
+    recomputed = fsdp2.evolve(checkpointing="full")
+    kempner = recomputed.evolve(tp_style="per-projection")
+    assert estimate(recomputed).communication.tensor_parallel_bytes == 32 * 18 * one_pass + logits
+    assert estimate(kempner).communication.tensor_parallel_bytes == 32 * 21 * one_pass + logits
     # ... and the loss runs on the whole vocabulary on every rank, as without tp
     alone = fsdp2.evolve(tp=1)
     loss = step_time(fsdp2).part(StepPartKind.loss)

@@ -87,6 +87,16 @@ class OptimizerKernel(Choice):
     foreach = "foreach"  # torch.optim's default on CUDA without fused=True: temporaries
 
 
+class TensorParallelStyle(Choice):
+    """How tensor parallelism splits a decoder layer (its collectives:
+    `memtui.estimator.communication.tensor_parallel_passes`)."""
+
+    auto = "auto"  # the stack's own plan (StackCapabilities.tensor_parallel_plan)
+    megatron = "megatron"  # one gather per attention and MLP, sequence parallel
+    per_projection = "per-projection"  # each column projection gathers its own input
+    replicated = "replicated"  # per projection, activations replicated between blocks
+
+
 class StateDtype(Choice):
     fp32 = "fp32"  # Adam moments in fp32 (both reference analyses, docs/references.md)
     bf16 = "bf16"  # PyTorch's AdamW keeps moments in the parameter dtype

@@ -10,9 +10,11 @@ Tensor parallelism adds its own collectives of activations (`tensor_parallel_vol
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memtui.estimator.architecture import Architecture, Role
 from memtui.estimator.capabilities import CAPABILITIES, TensorParallelPlan
-from memtui.estimator.choices import Checkpointing, Method, Strategy
+from memtui.estimator.choices import Checkpointing, Method, Strategy, TensorParallelStyle
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Communication
 from memtui.estimator.state import StaticState, frozen_base_bytes
@@ -71,6 +73,25 @@ _COLUMN_INPUTS = {
 _COLUMN_GROUPS = {"attention": "attention", "mlp": "mlp", "shared_expert": "mlp"}
 
 
+_STYLES = {
+    TensorParallelStyle.megatron: TensorParallelPlan(),
+    TensorParallelStyle.per_projection: TensorParallelPlan(per_projection=True),
+    TensorParallelStyle.replicated: TensorParallelPlan(
+        per_projection=True, sequence_parallel=False
+    ),
+}
+
+
+def tensor_parallel_plan(plan: Plan) -> TensorParallelPlan:
+    """How `plan`'s tensor parallelism splits a layer: its `tp_style`, else its stack's own;
+    whether the logits are gathered is always the stack's (its lm_head and loss)."""
+    own = CAPABILITIES[plan.stack].tensor_parallel_plan
+    style = _STYLES.get(plan.tp_style)
+    if style is None:
+        return own
+    return replace(style, logits_gathered=own.logits_gathered)
+
+
 def tensor_parallel_passes(arch: Architecture, how: TensorParallelPlan) -> tuple[float, float]:
     """(forward, backward) collectives of one decoder layer's tensor parallelism, each counted
     as one ring pass, (t-1)/t of the b x s x h activation sent per GPU: an all-gather or a
@@ -111,7 +132,7 @@ def tensor_parallel_volume(plan: Plan) -> float:
     if t == 1:
         return 0.0
     arch = plan.model.architecture
-    how = CAPABILITIES[plan.stack].tensor_parallel_plan
+    how = tensor_parallel_plan(plan)
     tokens = plan.micro_batch * plan.seq_len
     w = plan.precision.activation_bytes
     forward, backward = tensor_parallel_passes(arch, how)

@@ -34,6 +34,7 @@ from memtui.estimator.choices import (
     StackName,
     StateDtype,
     Strategy,
+    TensorParallelStyle,
     VllmMode,
 )
 from memtui.estimator.frozen import Frozen
@@ -384,6 +385,21 @@ class Plan(Frozen):
         ),
     ] = Field(1, ge=1, le=1024)
     """Tensor-parallel degree (with sequence parallelism); divides weights and activations."""
+    tp_style: Annotated[
+        TensorParallelStyle,
+        Knob(
+            FlagGroup.activations,
+            "--tp-style",
+            "how tensor parallelism splits a layer, which sets its collectives: auto (the "
+            "stack's own), megatron (one gather per attention and MLP: Megatron-LM, "
+            "torchtune, torchtitan), per-projection (q, k, v, gate, up each gather their "
+            "sequence-sharded input), replicated (per projection, no sequence parallelism: "
+            "transformers' tp_plan, DeepSpeed AutoTP)",
+            label="TP style",
+        ),
+    ] = TensorParallelStyle.auto
+    """How tensor parallelism splits a layer (step time only: the memory budget books
+    sequence-parallel activations whatever the style)."""
     overhead: OverheadSettings = OverheadSettings()
     stack: Annotated[
         StackName,

@@ -64,7 +64,6 @@ preference objective's chosen and rejected rows are both trained, `objectives.tr
 from __future__ import annotations
 
 from memtui.estimator.architecture import Architecture, ExpertAdapters, LinearLayer, Role
-from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
@@ -74,7 +73,12 @@ from memtui.estimator.choices import (
     OptimizerKernel,
     Precision,
 )
-from memtui.estimator.communication import payloads, tensor_parallel_volume, volume
+from memtui.estimator.communication import (
+    payloads,
+    tensor_parallel_plan,
+    tensor_parallel_volume,
+    volume,
+)
 from memtui.estimator.hardware import GpuPreset, card_of
 from memtui.estimator.memo import BoundedCache, memoised
 from memtui.estimator.objectives import keeps_reference, spec_of, trained_shape
@@ -237,8 +241,9 @@ def _step_time(plan: Plan) -> StepTime:
     fwd, bwd, flops_f, flops_b = (x * scale for x in (fwd, bwd, flops_f, flops_b))
 
     # --- attention's s^2 term and the elementwise kernels
+    tp_plan = tensor_parallel_plan(plan)
     attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f = _layers(
-        arch, seq, rows, t, w, card, plan.attention
+        arch, seq, rows, t, w, card, plan.attention, tp_plan.sequence_parallel
     )
     attn_model = 3 * attn_full  # forward and twice for backward, whole (PaLM appendix B)
     elem_b = ELEMENTWISE_BACKWARD_RATIO * elem_f
@@ -255,7 +260,7 @@ def _step_time(plan: Plan) -> StepTime:
         head_flops_b = (2 if head_trains else 1) * head_flops_f
         # a stack that all-gathers the vocab shards computes the loss on the whole
         # vocabulary on every rank (`TensorParallelPlan.logits_gathered`)
-        gathered = t > 1 and CAPABILITIES[plan.stack].tensor_parallel_plan.logits_gathered
+        gathered = t > 1 and tp_plan.logits_gathered
         loss_vocab = arch.vocab_size if gathered else vocab
         loss = LOSS_BYTES[plan.loss] * tokens * loss_vocab / card.bandwidth
 
@@ -392,12 +397,20 @@ def _matmuls(
 
 @memoised
 def _layers(
-    arch: Architecture, seq: int, rows: int, t: int, w: int, card: _Card, attention: Attention
+    arch: Architecture,
+    seq: int,
+    rows: int,
+    t: int,
+    w: int,
+    card: _Card,
+    attention: Attention,
+    sequence_parallel: bool,
 ) -> tuple[float, float, float, float, float, float]:
     """Attention's s^2 term and the elementwise kernels of one micro-step of `rows`
     sequences of `seq` tokens: (attention forward seconds, backward seconds, forward FLOPs
     executed, all FLOPs executed, forward FLOPs counted whole, elementwise forward
-    seconds)."""
+    seconds). Without sequence parallelism every rank of a tensor-parallel group runs the
+    norms and residual adds on the whole replicated sequence."""
     tokens = seq * rows
     heads = arch.num_heads / t
     attended = arch.full_attention_layers  # a Gated DeltaNet layer has no s^2 term
@@ -431,11 +444,13 @@ def _layers(
         arch.expert_width * arch.experts_per_token + arch.shared_expert_intermediate_size
     )
     act = GATED_ACT_PASSES if arch.mlp_kind == "gated" else PLAIN_ACT_PASSES
-    per_token = (
-        (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
-        + (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0)
-    ) * arch.num_layers + act * mlp_width
-    elem_f = w * per_token * tokens / t / card.bandwidth
+    stream = (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
+    split = (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0) * (
+        arch.num_layers
+    ) + act * mlp_width  # over the rank's heads and MLP columns
+    stream_share = t if sequence_parallel else 1
+    per_token = stream * arch.num_layers / stream_share + split / t
+    elem_f = w * per_token * tokens / card.bandwidth
     return attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f
 
 

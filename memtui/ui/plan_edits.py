@@ -485,6 +485,7 @@ _LAID_OUT: tuple[Setting, ...] = (
     _row("loss"),
     _row("optimizer_in_backward"),
     _row("tp"),
+    _row("tp_style"),
     _row("objective"),
     _row("ref_model"),
     _row("precompute_ref_log_probs"),
