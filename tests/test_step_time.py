@@ -318,6 +318,22 @@ def test_tp_collectives_follow_the_stacks_tensor_parallel_plan():
     assert step_time(generic).part(StepPartKind.loss) == pytest.approx(loss / 2)
 
 
+def test_gradients_travel_in_the_reduce_dtype():
+    # FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) (torchtitan's and KempnerForge's):
+    # the reduce-scatter sends 4 B per gradient where accelerate's bf16 policy sends 2
+    llama = load_model("meta-llama/Llama-2-7b-hf")
+    plan = Plan(model=llama, stack="fsdp2", hardware={"gpus_per_node": 4})
+    trainable = estimate(plan).parameters.trainable
+    weights, grads = payloads(plan, trainable)
+    assert grads == 2 * trainable
+    assert payloads(plan.evolve(reduce_dtype="fp32"), trainable) == (weights, 4 * trainable)
+    # FSDP's three passes per micro-step: 2 weights + 1 gradients, the gradients doubled
+    base = sum(volume(plan, plan.strategy, trainable))
+    fp32 = sum(volume(plan.evolve(reduce_dtype="fp32"), plan.strategy, trainable))
+    assert fp32 == pytest.approx(base * 4 / 3)
+    assert step_time(plan.evolve(reduce_dtype="fp32")).seconds > step_time(plan).seconds
+
+
 def test_offload_crosses_the_host_link_and_steps_on_the_cpu():
     model = load_model("meta-llama/Llama-2-7b-hf")
     base = Plan(model=model, strategy="zero3")

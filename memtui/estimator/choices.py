@@ -87,6 +87,14 @@ class OptimizerKernel(Choice):
     foreach = "foreach"  # torch.optim's default on CUDA without fused=True: temporaries
 
 
+class ReduceDtype(Choice):
+    """The dtype gradients are reduced in across data-parallel ranks."""
+
+    auto = "auto"  # the parameter dtype (accelerate's MixedPrecisionPolicy, DDP's buckets)
+    bf16 = "bf16"
+    fp32 = "fp32"  # FSDP2 MixedPrecisionPolicy(reduce_dtype=torch.float32): torchtitan's
+
+
 class TensorParallelStyle(Choice):
     """How tensor parallelism splits a decoder layer (its collectives:
     `memtui.estimator.communication.tensor_parallel_passes`)."""

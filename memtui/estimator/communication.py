@@ -14,7 +14,13 @@ from dataclasses import replace
 
 from memtui.estimator.architecture import Architecture, Role
 from memtui.estimator.capabilities import CAPABILITIES, TensorParallelPlan
-from memtui.estimator.choices import Checkpointing, Method, Strategy, TensorParallelStyle
+from memtui.estimator.choices import (
+    Checkpointing,
+    Method,
+    ReduceDtype,
+    Strategy,
+    TensorParallelStyle,
+)
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Communication
 from memtui.estimator.state import StaticState, frozen_base_bytes
@@ -24,12 +30,19 @@ from memtui.estimator.strategies import strategy_spec
 def payloads(plan: Plan, trainable: int) -> tuple[float, float]:
     """(weights, gradients): the bytes of one tensor-parallel rank's copy of the model's
     weights as they are gathered, and of its gradients as they are reduced."""
-    wb = plan.precision.weight_bytes  # weights and gradients travel in the parameter dtype
+    wb = plan.precision.weight_bytes  # the weights travel in the parameter dtype
     # ZeRO-3/FSDP gather the weights as stored: under QLoRA the NF4 base (packed in its
     # bnb_4bit_quant_storage, one byte per two weights) and the upcast rest, not 2 B/param
     base = wb * plan.model.parameters if plan.method is Method.full else frozen_base_bytes(plan)
     weights = (base + (0 if plan.method is Method.full else wb * trainable)) / plan.tp
-    return weights, wb * trainable / plan.tp
+    # the gradients in the plan's reduce dtype: FSDP2 casts each unit's gradients to its
+    # MixedPrecisionPolicy.reduce_dtype before the reduce-scatter (torch
+    # distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce, 2.4-2.13)
+    gb = _REDUCE_BYTES.get(plan.reduce_dtype, wb)
+    return weights, gb * trainable / plan.tp
+
+
+_REDUCE_BYTES = {ReduceDtype.bf16: 2, ReduceDtype.fp32: 4}
 
 
 def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:

@@ -30,6 +30,7 @@ from memtui.estimator.choices import (
     Optimizer,
     OptimizerKernel,
     Precision,
+    ReduceDtype,
     RefModel,
     StackName,
     StateDtype,
@@ -356,6 +357,18 @@ class Plan(Frozen):
     offload: Annotated[Offload, Knob(FlagGroup.sharding, "--offload", label="Offload")] = (
         Offload.none
     )
+    reduce_dtype: Annotated[
+        ReduceDtype,
+        Knob(
+            FlagGroup.sharding,
+            "--reduce-dtype",
+            "dtype of the gradients' reduce-scatter or all-reduce: auto (the parameter "
+            "dtype), bf16, fp32 (an FSDP2 MixedPrecisionPolicy(reduce_dtype=float32))",
+            label="Reduce dtype",
+        ),
+    ] = ReduceDtype.auto
+    """The dtype gradients travel in between data-parallel ranks (communication volume and
+    step time; the memory budget books the stack's own reduce buffers)."""
     micro_batch: Annotated[
         int, Knob(FlagGroup.activations, "--micro-batch", label="Micro-batch")
     ] = Field(1, ge=1, le=65536)

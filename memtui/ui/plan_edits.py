@@ -471,6 +471,7 @@ _LAID_OUT: tuple[Setting, ...] = (
     _row("optimizer_block_size"),
     _row("strategy"),
     _row("offload"),
+    _row("reduce_dtype"),
     _row("micro_batch"),
     _row("seq_len"),
     _row("grad_accum"),
