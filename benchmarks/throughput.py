@@ -227,6 +227,10 @@ TITAN_DEFAULTS = (
     "float32 (fp32 sharded parameters and optimizer state)",
     "the link between the 8 nodes is not stated: memtui's default inter-node link",
 )
+# torchtitan reduces its gradients in fp32: parallelisms/parallelize_llama.py @041336434
+# MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32), later config_manager.py's
+# mixed_precision_reduce default "float32"
+TITAN_FLAGS = "--loss full --reduce-dtype fp32"
 TITAN_SEQ = (
     "sequence length: the doc's 'the default sequence length in Llama 2 is 4096 which is "
     "halved compared with Llama 3' (llama3_8b.toml: seq_len = 8192)"
@@ -405,8 +409,7 @@ KEMPNER_DEFAULTS = (
     "(scripts/train.py @01b461a applies fully_shard only over a mesh): a memtui plan of "
     "one data-parallel rank has no FSDP collectives either",
     "kempnerforge/distributed/tensor_parallel.py @01b461a: DTensor ColwiseParallel q, k, v, "
-    "gate, up; RowwiseParallel o, down; SequenceParallel norms (Megatron's volume, as "
-    "all-gathers and reduce-scatters)",
+    "gate, up; RowwiseParallel o, down; SequenceParallel norms",
 )
 KEMPNER_WEAK = "KempnerInstitute/KempnerForge benchmarks/weak_scaling_160gpu/README.md @e9f918929"
 KEMPNER_B70 = (
@@ -415,14 +418,13 @@ KEMPNER_B70 = (
     "--distributed.tp=4 and dp_shard; the README: 'activation checkpointing (full), fused "
     "AdamW'"
 )
-# torch distributed/tensor/parallel/style.py ColwiseParallel._prepare_input_fn redistributes
-# each module's own input; torchtitan gathers once per attention and MLP (PrepareModuleInput)
 KEMPNER_TP = (
-    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan puts "
-    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up without a "
-    "PrepareModuleInput, so each redistributes (all-gathers) its own copy of the sequence-"
-    "sharded input: 7 collectives per layer and pass where memtui counts Megatron's 4 "
-    "(1.75x its tensor-parallel volume, about 3-10 points of these runs' error)"
+    "kempnerforge/distributed/tensor_parallel.py @01b461a _build_block_tp_plan: "
+    "ColwiseParallel(input_layouts=Shard(1)) on q, k, v, gate and up with no "
+    "PrepareModuleInput, SequenceParallel norms: each projection all-gathers its own copy of "
+    "the sequence-sharded input (torch style.py ColwiseParallel._prepare_input_fn), 7 "
+    "collectives per layer and pass where Megatron's plan has 4 (--tp-style per-projection); "
+    "output_head ColwiseParallel(output_layouts=Replicate()): the logits gathered"
 )
 KEMPNER_JOB = (
     "tok/s is the job's: 'Step Time' times it is the step's tokens (experiment 1: 3.13 s x "
@@ -451,7 +453,8 @@ def _kempner(
         Config(
             model, "h200", gpus // nodes, "full", "bf16-mixed", "adamw",
             "fsdp", micro_batch, 4096, grad_accum, "full", "fsdp2",
-            f"--loss full --optimizer-kernel fused --tp {tp}", nodes=nodes,
+            f"--loss full --optimizer-kernel fused --reduce-dtype fp32 --tp {tp}"
+            + (" --tp-style per-projection" if tp > 1 else ""), nodes=nodes,
         ),
         float(row.split("|")[6 if source == KEMPNER else 4].split("±")[0].replace(",", "")),
         Per.job,
@@ -709,58 +712,58 @@ RUNS: tuple[Run, ...] = (
     # torchtitan, mid 2024: FSDP2 pretraining on 64 A100 80GB (8 nodes), C4
     Run("titan-a100-llama3-70b-full-mb1", TITAN_A100, "| 70B | 1 | full | 331 | 51.7% |",
         Config("meta-llama/Meta-Llama-3-70B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 1, 8192, 1, "full", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 1, 8192, 1, "full", "fsdp2", TITAN_FLAGS, nodes=8),
         331, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
     Run("titan-a100-llama2-13b-none-mb2", TITAN_A100, "| 13B | 2 | no | 2162 | 61.1%",
         Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 2, 4096, 1, "none", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 2, 4096, 1, "none", "fsdp2", TITAN_FLAGS, nodes=8),
         2162, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
     Run("titan-a100-llama2-70b-full-mb2", TITAN_A100, "| 70B | 2 | full | 353 | 50.5% |",
         Config("meta-llama/Llama-2-70b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 2, 4096, 1, "full", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 2, 4096, 1, "full", "fsdp2", TITAN_FLAGS, nodes=8),
         353, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ)),
     Run("titan-a100-llama3-8b-sac-layer-mb1", TITAN_A100,
         "| 8B | 1 | selective layer | 2904 | 56.8% |",
         Config("meta-llama/Meta-Llama-3-8B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 1, 8192, 1, "selective", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 1, 8192, 1, "selective", "fsdp2", TITAN_FLAGS, nodes=8),
         2904, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_LAYER_SAC),
     Run("titan-a100-llama3-8b-sac-op-mb1", TITAN_A100, "| 8B | 1 | selective op | 2973 | 58.2% |",
         Config("meta-llama/Meta-Llama-3-8B", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 1, 8192, 1, "selective", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 1, 8192, 1, "selective", "fsdp2", TITAN_FLAGS, nodes=8),
         2973, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
     Run("titan-a100-llama2-13b-sac-layer-mb2", TITAN_A100,
         "| 13B | 2 | selective layer | 1914 | 54.1% |",
         Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 2, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 2, 4096, 1, "selective", "fsdp2", TITAN_FLAGS, nodes=8),
         1914, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_LAYER_SAC),
     Run("titan-a100-llama2-13b-sac-op-mb2", TITAN_A100,
         "| 13B | 2 | selective op | 1904 | 53.8% |",
         Config("meta-llama/Llama-2-13b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 2, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 2, 4096, 1, "selective", "fsdp2", TITAN_FLAGS, nodes=8),
         1904, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
     Run("titan-a100-llama2-70b-sac-op-mb1", TITAN_A100,
         "| 70B | 1[^1] | selective op | 355 | 50.8% |",
         Config("meta-llama/Llama-2-70b-hf", "a100-80gb", 8, "full", "bf16-mixed", "adamw",
-               "fsdp", 1, 4096, 1, "selective", "fsdp2", "--loss full", nodes=8),
+               "fsdp", 1, 4096, 1, "selective", "fsdp2", TITAN_FLAGS, nodes=8),
         355, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=(*TITAN_DEFAULTS, TITAN_SEQ), cannot=TITAN_OP_SAC),
     # torchtitan, Dec 2024: Llama 3.1 8B on H100 96GB (Grand Teton), batch 2, selective AC
     Run("titan-h100-llama31-8b-fsdp8", TITAN_H100, "| FSDP | 5,762 | 82.4 |",
         Config("meta-llama/Llama-3.1-8B", "h100-sxm", 8, "full", "bf16-mixed", "adamw", "fsdp",
-               2, 8192, 1, "selective", "fsdp2", "--loss full"),
+               2, 8192, 1, "selective", "fsdp2", TITAN_FLAGS),
         5762, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=TITAN_DEFAULTS[:2], notes=("Table 1: 8 GPUs, local batch size 2",),
         cannot=f"{H100_96}; {TITAN_OP_SAC}"),
     Run("titan-h100-llama31-8b-fsdp128", TITAN_H100, "| FSDP | 5,605 | 67.0 |",
         Config("meta-llama/Llama-3.1-8B", "h100-sxm", 8, "full", "bf16-mixed", "adamw", "fsdp",
-               2, 8192, 1, "selective", "fsdp2", "--loss full --inter-node ib-ndr", nodes=16),
+               2, 8192, 1, "selective", "fsdp2", f"{TITAN_FLAGS} --inter-node ib-ndr", nodes=16),
         5605, Per.gpu, "torchtitan (FSDP2)", pretraining=True,
         defaults=TITAN_DEFAULTS[:2],
         notes=("Table 3: 128 GPUs, local batch size 2; 'backend RDMA network with 400 Gb/s "
@@ -770,9 +773,9 @@ RUNS: tuple[Run, ...] = (
     *(Run(f"titan-h200-llama31-8b-fp8-{8 * n}xh200", TITAN_H200,
           f"| {n} | {tps} | {mem} |",
           Config("meta-llama/Llama-3.1-8B", "h200", 8, "full", "bf16-mixed", "adamw", "fsdp",
-                 2, 8192, 1, "selective", "fsdp2", "--loss full --inter-node ib-ndr", nodes=n),
+                 2, 8192, 1, "selective", "fsdp2", f"{TITAN_FLAGS} --inter-node ib-ndr", nodes=n),
           tps, Per.gpu, "torchtitan (FSDP2)", compiled=True, pretraining=True,
-          defaults=(TITAN_H200_CONFIG,),
+          defaults=(TITAN_H200_CONFIG, TITAN_DEFAULTS[1]),
           notes=("'TPS and Memory(GiB) are arbitrarily sampled at the 100th iteration'; "
                  "'400Gb/s (Mellanox CX-7) per GPU'",),
           cannot=f"--model.converters=float8 (Float8 matmuls and all-gathers): a memtui plan "

@@ -20,14 +20,20 @@ from memtui.cli import main
 from memtui.estimator import Plan, estimate
 from memtui.estimator.architecture import Architecture
 from memtui.estimator.budget import per_gpu_total
-from memtui.estimator.communication import payloads, volume
+from memtui.estimator.capabilities import TensorParallelPlan
+from memtui.estimator.communication import payloads, tensor_parallel_passes, volume
 from memtui.estimator.hardware import GPUS, card_of
 from memtui.estimator.levers import LeverOrder, ordered
 from memtui.estimator.model_source import load_model
 from memtui.estimator.plan import ModelSpec
 from memtui.estimator.report import StepPartKind
 from memtui.estimator.state import static_state
-from memtui.estimator.step_time import matmul_seconds, seconds_per_token, step_time
+from memtui.estimator.step_time import (
+    NCCL_NVLINK_SHARE,
+    matmul_seconds,
+    seconds_per_token,
+    step_time,
+)
 
 H100 = GPUS["h100-sxm"]
 PEAK, BW = H100.bf16_flops, H100.memory_bandwidth
@@ -261,7 +267,7 @@ def test_hidden_collectives_slow_compute_by_nccl_share_of_the_sms():
     weights, grads = payloads(plan, trainable)
     intra, inter = volume(plan, plan.strategy, trainable)
     assert inter == 0
-    each = intra / 300e9 / 2  # per micro-step
+    each = intra / (NCCL_NVLINK_SHARE * 300e9) / 2  # per micro-step, NCCL's rings at 240 GB/s
     gather = each * weights / (2 * weights + grads)
     units = model.architecture.num_layers
     exposed = gather / units + (each - gather) / units  # the compute hides all but these
@@ -269,10 +275,63 @@ def test_hidden_collectives_slow_compute_by_nccl_share_of_the_sms():
     assert timed.part(StepPartKind.contention) == pytest.approx(2 * (each - exposed) * 24 / 108)
     # over PCIe NCCL keeps 2 channels, and one GPU has no collectives to contend with
     pcie = step_time(plan.evolve(hardware={"intra_node_bandwidth": 32e9}))
-    hidden = 2 * (each * 300 / 32 - pcie.part(StepPartKind.communication) / 2)
+    hidden = 2 * (each * NCCL_NVLINK_SHARE * 300 / 32 - pcie.part(StepPartKind.communication) / 2)
     assert pcie.part(StepPartKind.contention) == pytest.approx(hidden * 2 / 108)
     alone = step_time(Plan(model=model, strategy="ddp", hardware={"gpus_per_node": 1}))
     assert alone.part(StepPartKind.contention) == 0
+
+
+def test_tp_collectives_follow_the_stacks_tensor_parallel_plan():
+    llama = load_model("meta-llama/Llama-2-7b-hf")  # 32 layers, h 4096, vocab 32000
+    arch = llama.architecture
+    # Megatron-LM (and torch's PrepareModuleInput): one collective before and one after each
+    # of attention and the MLP, each way
+    assert tensor_parallel_passes(arch, TensorParallelPlan()) == (4, 4)
+    # each of q, k, v, gate and up gathering its own sequence-sharded input: 5 + 2 each way
+    per_projection = TensorParallelPlan(per_projection=True)
+    assert tensor_parallel_passes(arch, per_projection) == (7, 7)
+    # replicated between blocks: the two all-reduces forward, one per projection backward
+    replicated = TensorParallelPlan(per_projection=True, sequence_parallel=False)
+    assert tensor_parallel_passes(arch, replicated) == (4, 10)
+    # GPT-2's fused c_attn and c_fc: one column-parallel input per sublayer, Megatron's count
+    gpt2 = load_model("openai-community/gpt2").architecture
+    assert tensor_parallel_passes(gpt2, per_projection) == (4, 4)
+    # the bytes: b 1, s 4096, bf16, t 2: a pass sends 1/2 of 4096 x 4096 x 2 B per GPU, and
+    # transformers' lm_head "colwise_gather_output" gathers the 4096 x 32000 logits once
+    card = {"gpus_per_node": 4, "gpu_name": "H100 80GB SXM", "compute_capability": 9.0}
+    generic = Plan(model=llama, hardware=card, tp=2)
+    fsdp2 = generic.evolve(stack="fsdp2")
+    one_pass = 4096 * 4096 * 2 / 2
+    assert estimate(generic).communication.tensor_parallel_bytes == 32 * 8 * one_pass
+    logits = 4096 * 32000 * 2 / 2
+    assert estimate(fsdp2).communication.tensor_parallel_bytes == 32 * 14 * one_pass + logits
+    # the user's style over the stack's: under full recomputation the forward's collectives
+    # run again, 7 per layer gathering sequence-sharded inputs, 4 replicated
+    recomputed = fsdp2.evolve(checkpointing="full")
+    kempner = recomputed.evolve(tp_style="per-projection")
+    assert estimate(recomputed).communication.tensor_parallel_bytes == 32 * 18 * one_pass + logits
+    assert estimate(kempner).communication.tensor_parallel_bytes == 32 * 21 * one_pass + logits
+    # ... and the loss runs on the whole vocabulary on every rank, as without tp
+    alone = fsdp2.evolve(tp=1)
+    loss = step_time(fsdp2).part(StepPartKind.loss)
+    assert loss == pytest.approx(step_time(alone).part(StepPartKind.loss))
+    assert step_time(generic).part(StepPartKind.loss) == pytest.approx(loss / 2)
+
+
+def test_gradients_travel_in_the_reduce_dtype():
+    # FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) (torchtitan's and KempnerForge's):
+    # the reduce-scatter sends 4 B per gradient where accelerate's bf16 policy sends 2
+    llama = load_model("meta-llama/Llama-2-7b-hf")
+    plan = Plan(model=llama, stack="fsdp2", hardware={"gpus_per_node": 4})
+    trainable = estimate(plan).parameters.trainable
+    weights, grads = payloads(plan, trainable)
+    assert grads == 2 * trainable
+    assert payloads(plan.evolve(reduce_dtype="fp32"), trainable) == (weights, 4 * trainable)
+    # FSDP's three passes per micro-step: 2 weights + 1 gradients, the gradients doubled
+    base = sum(volume(plan, plan.strategy, trainable))
+    fp32 = sum(volume(plan.evolve(reduce_dtype="fp32"), plan.strategy, trainable))
+    assert fp32 == pytest.approx(base * 4 / 3)
+    assert step_time(plan.evolve(reduce_dtype="fp32")).seconds > step_time(plan).seconds
 
 
 def test_offload_crosses_the_host_link_and_steps_on_the_cpu():

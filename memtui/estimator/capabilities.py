@@ -63,6 +63,24 @@ class OneGpuOnly:
 
 
 @dataclass(frozen=True)
+class TensorParallelPlan:
+    """How a stack's tensor parallelism splits a decoder layer: what sets its collectives
+    (`memtui.estimator.communication.tensor_parallel_volume`)."""
+
+    per_projection: bool = False
+    """Each column-parallel projection brings in its own copy of the layer's input (torch
+    DTensor ColwiseParallel with no PrepareModuleInput before it; DeepSpeed's LinearLayer),
+    so q, k, v, gate and up each cost a collective in forward or backward; False: one per
+    attention and one per MLP (Megatron's f operator, torch's PrepareModuleInput)."""
+    sequence_parallel: bool = True
+    """Activations between the blocks are sharded over the sequence (all-gathers and
+    reduce-scatters); False: replicated (all-reduces)."""
+    logits_gathered: bool = False
+    """The lm_head's vocab shards are all-gathered for a loss on the whole vocabulary on every
+    rank; False: a vocab-parallel loss on the local shard (Megatron, torch loss_parallel)."""
+
+
+@dataclass(frozen=True)
 class StackCapabilities:
     """What one stack can run and how it loads and saves; the tuples' first member is the one
     to switch to first."""
@@ -88,6 +106,9 @@ class StackCapabilities:
     tensor_parallel: tuple[Strategy, ...] = tuple(Strategy)
     """The strategies it runs with a tensor-parallel degree above 1 (empty: no tensor
     parallelism)."""
+    tensor_parallel_plan: TensorParallelPlan = TensorParallelPlan()
+    """How its tensor parallelism splits a layer (default: Megatron-LM's, Shoeybi et al. 2019
+    sec. 3 with Korthikanti et al. 2022's sequence parallelism)."""
     loads_on_every_rank: bool = True
     """Every process reads the whole checkpoint into CPU RAM before the model is placed or
     sharded (False: once per node, then scattered); memtui/estimator/phases.py."""
@@ -188,6 +209,14 @@ _FSDP2 = StackCapabilities(
     # accelerate's ParallelismConfig: tp over FSDP2's dp_shard (2D) or dp_replicate x
     # dp_shard (HSDP, 3D) meshes
     tensor_parallel=(Strategy.fsdp, Strategy.fsdp_shard_grad_op, Strategy.hsdp),
+    # ... applying the model's tp_plan (transformers 5.24 models/llama configuration_llama.py
+    # base_model_tp_plan: q, k, v, gate, up "colwise", o, down "rowwise", no sequence
+    # parallelism; modeling_llama.py _tp_plan lm_head "colwise_gather_output");
+    # distributed/tensor_parallel.py ColwiseParallel.transform_inputs_pre_forward wraps each
+    # projection's input as its own DTensor
+    tensor_parallel_plan=TensorParallelPlan(
+        per_projection=True, sequence_parallel=False, logits_gathered=True
+    ),
 )
 
 CAPABILITIES: dict[StackName, StackCapabilities] = {
@@ -227,6 +256,13 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             # 1, and 2" (deepspeedai/DeepSpeed docs/_tutorials/autotp-training.md,
             # Limitations; commit 7e1c059)
             tensor_parallel=(Strategy.zero2, Strategy.zero1),
+            # DeepSpeed 0.19 module_inject/layers.py LinearLayer.forward: ColumnParallel
+            # all-reduces each projection's input gradient in backward (tp_overlap_comm off),
+            # LinearAllreduce each row-parallel output in forward; auto_tp.py: in training the
+            # lm_head is a LinearLayer(gather_output=True)
+            tensor_parallel_plan=TensorParallelPlan(
+                per_projection=True, sequence_parallel=False, logits_gathered=True
+            ),
             loads_on_every_rank=False,  # zero.Init: once per node, scattered
             saves_by_module=True,  # _zero3_consolidated_16bit_state_dict: GatheredParameters
         ),
@@ -264,6 +300,10 @@ CAPABILITIES: dict[StackName, StackCapabilities] = {
             # tensor_parallel_dim: recipes/full_finetune_distributed.py, TP inside FSDP2's
             # data-parallel shards (torchtune 0.6+)
             tensor_parallel=(Strategy.fsdp,),
+            # models/llama3/_parallelism.py @bd2a0fc7c _get_base_llama_tp_training_plan:
+            # PrepareModuleInput on attn and mlp, SequenceParallel norms, output
+            # ColwiseParallel(output_layouts=Replicate())
+            tensor_parallel_plan=TensorParallelPlan(logits_gathered=True),
         ),
         StackCapabilities(
             name=StackName.litgpt,

@@ -87,6 +87,24 @@ class OptimizerKernel(Choice):
     foreach = "foreach"  # torch.optim's default on CUDA without fused=True: temporaries
 
 
+class ReduceDtype(Choice):
+    """The dtype gradients are reduced in across data-parallel ranks."""
+
+    auto = "auto"  # the parameter dtype (accelerate's MixedPrecisionPolicy, DDP's buckets)
+    bf16 = "bf16"
+    fp32 = "fp32"  # FSDP2 MixedPrecisionPolicy(reduce_dtype=torch.float32): torchtitan's
+
+
+class TensorParallelStyle(Choice):
+    """How tensor parallelism splits a decoder layer (its collectives:
+    `memtui.estimator.communication.tensor_parallel_passes`)."""
+
+    auto = "auto"  # the stack's own plan (StackCapabilities.tensor_parallel_plan)
+    megatron = "megatron"  # one gather per attention and MLP, sequence parallel
+    per_projection = "per-projection"  # each column projection gathers its own input
+    replicated = "replicated"  # per projection, activations replicated between blocks
+
+
 class StateDtype(Choice):
     fp32 = "fp32"  # Adam moments in fp32 (both reference analyses, docs/references.md)
     bf16 = "bf16"  # PyTorch's AdamW keeps moments in the parameter dtype

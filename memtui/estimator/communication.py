@@ -10,7 +10,17 @@ Tensor parallelism adds its own collectives of activations (`tensor_parallel_vol
 
 from __future__ import annotations
 
-from memtui.estimator.choices import Checkpointing, Method, Strategy
+from dataclasses import replace
+
+from memtui.estimator.architecture import Architecture, Role
+from memtui.estimator.capabilities import CAPABILITIES, TensorParallelPlan
+from memtui.estimator.choices import (
+    Checkpointing,
+    Method,
+    ReduceDtype,
+    Strategy,
+    TensorParallelStyle,
+)
 from memtui.estimator.plan import Plan
 from memtui.estimator.report import Communication
 from memtui.estimator.state import StaticState, frozen_base_bytes
@@ -20,12 +30,19 @@ from memtui.estimator.strategies import strategy_spec
 def payloads(plan: Plan, trainable: int) -> tuple[float, float]:
     """(weights, gradients): the bytes of one tensor-parallel rank's copy of the model's
     weights as they are gathered, and of its gradients as they are reduced."""
-    wb = plan.precision.weight_bytes  # weights and gradients travel in the parameter dtype
+    wb = plan.precision.weight_bytes  # the weights travel in the parameter dtype
     # ZeRO-3/FSDP gather the weights as stored: under QLoRA the NF4 base (packed in its
     # bnb_4bit_quant_storage, one byte per two weights) and the upcast rest, not 2 B/param
     base = wb * plan.model.parameters if plan.method is Method.full else frozen_base_bytes(plan)
     weights = (base + (0 if plan.method is Method.full else wb * trainable)) / plan.tp
-    return weights, wb * trainable / plan.tp
+    # the gradients in the plan's reduce dtype: FSDP2 casts each unit's gradients to its
+    # MixedPrecisionPolicy.reduce_dtype before the reduce-scatter (torch
+    # distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce, 2.4-2.13)
+    gb = _REDUCE_BYTES.get(plan.reduce_dtype, wb)
+    return weights, gb * trainable / plan.tp
+
+
+_REDUCE_BYTES = {ReduceDtype.bf16: 2, ReduceDtype.fp32: 4}
 
 
 def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float]:
@@ -60,22 +77,83 @@ def volume(plan: Plan, strategy: Strategy, trainable: int) -> tuple[float, float
     return (sent * (g - 1) / g, sent / g) if nodes > 1 else (sent, 0.0)
 
 
-def tensor_parallel_volume(plan: Plan) -> float:
-    """Bytes each GPU sends per optimizer step for tensor parallelism's own collectives.
+# The column-parallel linears of a layer, which take the layer's (normed) input: one
+# collective each when every projection brings in its own copy of it
+_COLUMN_INPUTS = {
+    "attention": frozenset({Role.q, Role.k, Role.v, Role.qkv}),
+    "mlp": frozenset({Role.gate, Role.up, Role.gate_up, Role.fc_in}),
+}
+_COLUMN_GROUPS = {"attention": "attention", "mlp": "mlp", "shared_expert": "mlp"}
 
-    Megatron-LM splits each layer's attention and MLP so that each needs one all-reduce of the
-    b x s x h activations in forward and one in backward: 2 + 2 per layer (Shoeybi et al. 2019,
-    sec. 3, Fig. 4). Sequence parallelism turns each all-reduce into an all-gather and a
-    reduce-scatter of the same bandwidth (Korthikanti et al. 2022, sec. 4.2.2), and full
-    recomputation runs the forward's two again in backward (ibid. sec. 5). A ring all-reduce
-    sends 2(t-1)/t of the buffer per GPU."""
+
+_STYLES = {
+    TensorParallelStyle.megatron: TensorParallelPlan(),
+    TensorParallelStyle.per_projection: TensorParallelPlan(per_projection=True),
+    TensorParallelStyle.replicated: TensorParallelPlan(
+        per_projection=True, sequence_parallel=False
+    ),
+}
+
+
+def tensor_parallel_plan(plan: Plan) -> TensorParallelPlan:
+    """How `plan`'s tensor parallelism splits a layer: its `tp_style`, else its stack's own;
+    whether the logits are gathered is always the stack's (its lm_head and loss)."""
+    own = CAPABILITIES[plan.stack].tensor_parallel_plan
+    style = _STYLES.get(plan.tp_style)
+    if style is None:
+        return own
+    return replace(style, logits_gathered=own.logits_gathered)
+
+
+def tensor_parallel_passes(arch: Architecture, how: TensorParallelPlan) -> tuple[float, float]:
+    """(forward, backward) collectives of one decoder layer's tensor parallelism, each counted
+    as one ring pass, (t-1)/t of the b x s x h activation sent per GPU: an all-gather or a
+    reduce-scatter is one, an all-reduce two.
+
+    Megatron-LM needs one all-reduce after attention and one after the MLP in forward (g), and
+    their conjugates in backward (f): 2 + 2 each way (Shoeybi et al. 2019, sec. 3, Fig. 4);
+    with sequence parallelism each all-reduce is an all-gather before the sublayer and a
+    reduce-scatter after it, the same volume (Korthikanti et al. 2022, sec. 4.2.2). torch's
+    PrepareModuleInput gathers a sublayer's input once, as Megatron does. Without it, each
+    ColwiseParallel redistributes its own input (torch distributed/tensor/parallel/style.py
+    ColwiseParallel._prepare_input_fn, 2.4-2.13), so each of the c column-parallel projections
+    (q, k, v, gate, up: c = 5 in a Llama layer) gathers it in forward and reduce-scatters its
+    gradient in backward under sequence parallelism (c + 2 each way), or, replicated,
+    all-reduces its input's gradient in backward (DTensor.from_local's backward) while forward
+    keeps Megatron's two all-reduces (4 forward, 2c backward)."""
+    if not how.per_projection:
+        return 4.0, 4.0
+    cols = dict.fromkeys(_COLUMN_INPUTS, 0)
+    for lin in arch.linear_layers:
+        group = _COLUMN_GROUPS.get(lin.group)
+        if group and lin.role in _COLUMN_INPUTS[group]:
+            cols[group] += lin.count
+    # a sublayer whose projections are not plain linears (routed experts) gathers once
+    c = sum(max(1.0, n / arch.num_layers) for n in cols.values())
+    if how.sequence_parallel:
+        return c + 2, c + 2
+    return 4.0, 2 * c
+
+
+def tensor_parallel_volume(plan: Plan) -> float:
+    """Bytes each GPU sends per optimizer step for tensor parallelism's own collectives: each
+    layer's (`tensor_parallel_passes`, the stack's `TensorParallelPlan`), the forward's again
+    under full recomputation (Korthikanti et al. 2022, sec. 5), and where the stack gathers
+    the lm_head's vocab shards for the loss, the b x s x V logits once in forward (the
+    gradient of a replicated tensor is sliced locally, no collective)."""
     t = plan.tp
     if t == 1:
         return 0.0
     arch = plan.model.architecture
-    buffer = plan.micro_batch * plan.seq_len * arch.hidden_size * plan.precision.activation_bytes
-    per_layer = 4 + (2 if plan.checkpointing is Checkpointing.full else 0)
-    return plan.grad_accum * arch.num_layers * per_layer * 2 * (t - 1) / t * buffer
+    how = tensor_parallel_plan(plan)
+    tokens = plan.micro_batch * plan.seq_len
+    w = plan.precision.activation_bytes
+    forward, backward = tensor_parallel_passes(arch, how)
+    passes = forward + backward + (forward if plan.checkpointing is Checkpointing.full else 0)
+    elements = arch.num_layers * passes * arch.hidden_size
+    if how.logits_gathered:
+        elements += arch.vocab_size
+    return plan.grad_accum * (t - 1) / t * tokens * elements * w
 
 
 def communication(plan: Plan, state: StaticState) -> Communication:

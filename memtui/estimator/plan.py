@@ -30,10 +30,12 @@ from memtui.estimator.choices import (
     Optimizer,
     OptimizerKernel,
     Precision,
+    ReduceDtype,
     RefModel,
     StackName,
     StateDtype,
     Strategy,
+    TensorParallelStyle,
     VllmMode,
 )
 from memtui.estimator.frozen import Frozen
@@ -356,6 +358,18 @@ class Plan(Frozen):
     offload: Annotated[Offload, Knob(FlagGroup.sharding, "--offload", label="Offload")] = (
         Offload.none
     )
+    reduce_dtype: Annotated[
+        ReduceDtype,
+        Knob(
+            FlagGroup.sharding,
+            "--reduce-dtype",
+            "dtype of the gradients' reduce-scatter or all-reduce: auto (the parameter "
+            "dtype), bf16, fp32 (an FSDP2 MixedPrecisionPolicy(reduce_dtype=float32))",
+            label="Reduce dtype",
+        ),
+    ] = ReduceDtype.auto
+    """The dtype gradients travel in between data-parallel ranks (communication volume and
+    step time; the memory budget books the stack's own reduce buffers)."""
     micro_batch: Annotated[
         int, Knob(FlagGroup.activations, "--micro-batch", label="Micro-batch")
     ] = Field(1, ge=1, le=65536)
@@ -385,6 +399,21 @@ class Plan(Frozen):
         ),
     ] = Field(1, ge=1, le=1024)
     """Tensor-parallel degree (with sequence parallelism); divides weights and activations."""
+    tp_style: Annotated[
+        TensorParallelStyle,
+        Knob(
+            FlagGroup.activations,
+            "--tp-style",
+            "how tensor parallelism splits a layer, which sets its collectives: auto (the "
+            "stack's own), megatron (one gather per attention and MLP: Megatron-LM, "
+            "torchtune, torchtitan), per-projection (q, k, v, gate, up each gather their "
+            "sequence-sharded input), replicated (per projection, no sequence parallelism: "
+            "transformers' tp_plan, DeepSpeed AutoTP)",
+            label="TP style",
+        ),
+    ] = TensorParallelStyle.auto
+    """How tensor parallelism splits a layer (step time only: the memory budget books
+    sequence-parallel activations whatever the style)."""
     overhead: OverheadSettings = OverheadSettings()
     stack: Annotated[
         StackName,

@@ -73,7 +73,12 @@ from memtui.estimator.choices import (
     OptimizerKernel,
     Precision,
 )
-from memtui.estimator.communication import payloads, tensor_parallel_volume, volume
+from memtui.estimator.communication import (
+    payloads,
+    tensor_parallel_plan,
+    tensor_parallel_volume,
+    volume,
+)
 from memtui.estimator.hardware import GpuPreset, card_of
 from memtui.estimator.memo import BoundedCache, memoised
 from memtui.estimator.objectives import keeps_reference, spec_of, trained_shape
@@ -236,8 +241,9 @@ def _step_time(plan: Plan) -> StepTime:
     fwd, bwd, flops_f, flops_b = (x * scale for x in (fwd, bwd, flops_f, flops_b))
 
     # --- attention's s^2 term and the elementwise kernels
+    tp_plan = tensor_parallel_plan(plan)
     attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f = _layers(
-        arch, seq, rows, t, w, card, plan.attention
+        arch, seq, rows, t, w, card, plan.attention, tp_plan.sequence_parallel
     )
     attn_model = 3 * attn_full  # forward and twice for backward, whole (PaLM appendix B)
     elem_b = ELEMENTWISE_BACKWARD_RATIO * elem_f
@@ -252,7 +258,11 @@ def _step_time(plan: Plan) -> StepTime:
         head_trains = full or "lm_head" in plan.modules_to_save
         head_b = (2 if head_trains else 1) * head_f
         head_flops_b = (2 if head_trains else 1) * head_flops_f
-        loss = LOSS_BYTES[plan.loss] * tokens * vocab / card.bandwidth
+        # a stack that all-gathers the vocab shards computes the loss on the whole
+        # vocabulary on every rank (`TensorParallelPlan.logits_gathered`)
+        gathered = t > 1 and tp_plan.logits_gathered
+        loss_vocab = arch.vocab_size if gathered else vocab
+        loss = LOSS_BYTES[plan.loss] * tokens * loss_vocab / card.bandwidth
 
     layers_f = fwd + attn_f + elem_f + lora_fwd
     forward = layers_f + head_f
@@ -387,12 +397,20 @@ def _matmuls(
 
 @memoised
 def _layers(
-    arch: Architecture, seq: int, rows: int, t: int, w: int, card: _Card, attention: Attention
+    arch: Architecture,
+    seq: int,
+    rows: int,
+    t: int,
+    w: int,
+    card: _Card,
+    attention: Attention,
+    sequence_parallel: bool,
 ) -> tuple[float, float, float, float, float, float]:
     """Attention's s^2 term and the elementwise kernels of one micro-step of `rows`
     sequences of `seq` tokens: (attention forward seconds, backward seconds, forward FLOPs
     executed, all FLOPs executed, forward FLOPs counted whole, elementwise forward
-    seconds)."""
+    seconds). Without sequence parallelism every rank of a tensor-parallel group runs the
+    norms and residual adds on the whole replicated sequence."""
     tokens = seq * rows
     heads = arch.num_heads / t
     attended = arch.full_attention_layers  # a Gated DeltaNet layer has no s^2 term
@@ -426,11 +444,13 @@ def _layers(
         arch.expert_width * arch.experts_per_token + arch.shared_expert_intermediate_size
     )
     act = GATED_ACT_PASSES if arch.mlp_kind == "gated" else PLAIN_ACT_PASSES
-    per_token = (
-        (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
-        + (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0)
-    ) * arch.num_layers + act * mlp_width
-    elem_f = w * per_token * tokens / t / card.bandwidth
+    stream = (arch.norms_per_layer * NORM_PASSES + 2 * RESIDUAL_PASSES) * arch.hidden_size
+    split = (ROTARY_PASSES * (arch.q_width + arch.kv_width) if arch.rotary else 0) * (
+        arch.num_layers
+    ) + act * mlp_width  # over the rank's heads and MLP columns
+    stream_share = t if sequence_parallel else 1
+    per_token = stream * arch.num_layers / stream_share + split / t
+    elem_f = w * per_token * tokens / card.bandwidth
     return attn_f, attn_b, attn_run, attn_hw, attn_full, elem_f
 
 
@@ -439,11 +459,22 @@ def _communication(
 ) -> tuple[float, float, float, float]:
     """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and the
     compute seconds NCCL's blocks slow behind the hidden ones of each)."""
+    nvlink = _nvlink(plan, card.preset)
+    intra = plan.hardware.intra_node_bandwidth * (NCCL_NVLINK_SHARE if nvlink else 1.0)
     micro, boundary, hidden_micro, hidden_boundary = _collectives(
-        plan, trainable, forward, backward
+        plan, trainable, forward, backward, intra
     )
     share = _nccl_sm_share(plan, card.preset)
     return micro, boundary, share * hidden_micro, share * hidden_boundary
+
+
+NCCL_NVLINK_SHARE = 0.8
+"""The share of the datasheet's NVLink bandwidth NCCL's rings reach: its topology takes a
+link at 20.0 GB/s per direction on sm70-sm80, 20.6 on sm90 and 40.1 on sm100 (src/graph/
+topo.h SM80_NVLINK_BW, SM90_NVLINK_BW, SM100_NVLINK_BW; 2.18-2.30) against the datasheets'
+25, 25 and 50 GB/s a link, and its search settles on 6 rings of 40 GB/s (sm90: 60) over
+NVSwitch (search.cc speedArrayIntra, sm90SpeedArrayIntra): 240 of A100's 300 GB/s, 360 of
+H100's 450."""
 
 
 # NCCL's channel count, each channel one CUDA block held on an SM for the collective's
@@ -460,13 +491,17 @@ NCCL_BLOCKS_NVLINK = 24
 NCCL_BLOCKS_PCIE = 2
 
 
+def _nvlink(plan: Plan, preset: GpuPreset) -> bool:
+    """Whether the node's GPUs talk over NVLink: a link faster than the card's PCIe x16."""
+    return plan.hardware.intra_node_bandwidth > preset.host_link
+
+
 def _nccl_sm_share(plan: Plan, preset: GpuPreset) -> float:
     """The share of the card's SMs NCCL's blocks hold while a collective runs: compute
     overlapped with it runs on the rest, so each hidden second of communication costs this
     share of a second of compute (a lower bound: the GEMM's last wave can spill into a
     second one, the forum's case)."""
-    nvlink = plan.hardware.intra_node_bandwidth > preset.host_link  # faster than PCIe x16
-    blocks = NCCL_BLOCKS_NVLINK if nvlink else NCCL_BLOCKS_PCIE
+    blocks = NCCL_BLOCKS_NVLINK if _nvlink(plan, preset) else NCCL_BLOCKS_PCIE
     return blocks / preset.sms
 
 
@@ -479,15 +514,15 @@ def _hidden(seconds: float, window: float, units: int) -> float:
 
 
 def _collectives(
-    plan: Plan, trainable: int, forward: float, backward: float
+    plan: Plan, trainable: int, forward: float, backward: float, intra_rate: float
 ) -> tuple[float, float, float, float]:
     """(exposed seconds per micro-step, exposed seconds at the accumulation boundary, and
-    the seconds hidden behind compute of each)."""
+    the seconds hidden behind compute of each), the node's collectives at `intra_rate` bytes/s."""
     hw = plan.hardware
     units = plan.model.architecture.num_layers
     tp = tensor_parallel_volume(plan) / plan.grad_accum
     # Megatron's tensor-parallel all-reduces wait for the layer's output: on the critical path
-    tp_link = hw.intra_node_bandwidth if plan.tp <= hw.gpus_per_node else hw.inter_node_bandwidth
+    tp_link = intra_rate if plan.tp <= hw.gpus_per_node else hw.inter_node_bandwidth
     micro = tp / tp_link
     if plan.data_parallel == 1:
         return micro, 0.0, 0.0, 0.0
@@ -498,7 +533,7 @@ def _collectives(
     if how.hybrid:
         # HSDP: FSDP's gathers and reduce-scatters inside the node every micro-step, the
         # replicas' all-reduce across nodes behind the last backward
-        each = intra / hw.intra_node_bandwidth / ga
+        each = intra / intra_rate / ga
         gather = each * weights / (2 * weights + grads)
         exposed = _hidden(gather, forward, units) + _hidden(each - gather, backward, units)
         # (issued per unit after its reduce-scatter: torch fsdp _runtime_utils.py
@@ -506,7 +541,7 @@ def _collectives(
         across = inter / hw.inter_node_bandwidth
         last = _hidden(across, backward, units)
         return micro + exposed, last, each - exposed, across - last
-    link = intra / hw.intra_node_bandwidth + inter / hw.inter_node_bandwidth
+    link = intra / intra_rate + inter / hw.inter_node_bandwidth
     if how.shards_weights:
         # ZeRO-3 / FSDP: the forward's gather behind the forward, the backward's gather and
         # reduce-scatter behind the backward, every micro-step
