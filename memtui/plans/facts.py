@@ -438,7 +438,7 @@ def attribute_overrides(
     read). `applied`: key -> the word as written; `had`: the keys the file itself has."""
     name = facts.source.split(" (", 1)[0]
     for key, fact in list(facts.values.items()):
-        paths = _read_from(fact.origin, facts.source)
+        paths = read_from(fact.origin, facts.source)
         related = [k for k in applied if any(_related(k, p) for p in paths)]
         if not related and plain is not None and plain.get(key) != fact.value:
             related = [k for k in applied if any(k.split(".")[0] == p.split(".")[0]
@@ -456,7 +456,7 @@ def attribute_overrides(
         )  # fmt: skip
 
 
-def _read_from(origin: str, source: str) -> list[str]:
+def read_from(origin: str, source: str) -> list[str]:
     """The dotted keys a fact's origin names (`cfg.yaml:optimizer._component_, fused`:
     optimizer._component_ and its sibling optimizer.fused)."""
     where = origin[len(source) + 1 :] if origin.startswith(f"{source}:") else ""
