@@ -81,6 +81,8 @@ _LAUNCHER_WORDS = {"torchrun": 1, "accelerate": 2, "deepspeed": 1, "trl": 2, "tu
 #: torchtune config/_utils.py _merge_yaml_and_cli_args and LLaMA-Factory hparams/parser.py
 #: read_args (OmegaConf dotlists over the YAML, `key=value`); axolotl cli/utils/args.py
 #: add_options_from_config (a click option per top-level config field, `--key value`)
+#: Values YAML or pydantic read as booleans: never an axolotl option's value (see above)
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none"})
 _OVERRIDES = {"tune run": "key=value", "llamafactory-cli train": "key=value",
               "axolotl train": "--key value"}  # fmt: skip
 
@@ -375,6 +377,8 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
     changed = {k for k in {*old.facts.values, *new.facts.values}
                if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
     targets = {k: new.facts.values[k].value for k in changed if k in new.facts.values}
+    if style:  # a config's reader states no fact for a setting that is off (torchtune's)
+        targets.update({k: None for k in changed if k not in new.facts.values})
     if plan.hardware.gpus_per_node != before.hardware.gpus_per_node:
         targets[_GPUS] = plan.hardware.gpus_per_node
     command = _Command(file, number, store_true)
@@ -557,11 +561,13 @@ def _override_attempts(
     values = _override_values(target, config_key, new.deciding.get(key, []), new)
     if style == "key=value":
         return [partial(command.set_word, written, value) for value in values]
-    if "." in config_key.removeprefix("--"):  # axolotl's options are its top-level fields
+    if "." in config_key:  # axolotl's options are its top-level fields
         return None
-    # a boolean is axolotl's `--flag/--no-flag`, never `--flag True`
-    return [partial(command.set, written, value, False)
-            for value in values if value not in ("True", "False")]  # fmt: skip
+    # a boolean field is axolotl's `--flag/--no-flag`, never `--flag True`; which fields are
+    # boolean is its schema's, not known here: no boolean value is written as an option
+    booleans = any(isinstance(v, bool) for p, v in _leaves(new.data, ()) if p[-1] == config_key)
+    return [partial(command.set, written, value, False) for value in values
+            if not booleans and value.lower() not in _BOOLEAN_WORDS]  # fmt: skip
 
 
 def _override_values(
