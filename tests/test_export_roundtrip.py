@@ -574,37 +574,6 @@ async def test_the_e_key_writes_the_from_config_edited(
     ).replace('"train_batch_size": 256', '"train_batch_size": 320')
 
 
-async def test_the_e_key_edits_the_from_launch_line_as_export_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`memtui dashboard --from LINE` (torchtune's README line with its config overrides):
-    a micro-batch step, then `e` writes the line with its `batch_size=` override changed,
-    as `memtui export --from LINE --micro-batch 9` writes it (the config is not touched)."""
-    from ui_helpers import screen_of, wait_for
-
-    from memtui.commands.dashboard import build
-
-    folder = UPSTREAM / "torchtune"
-    shown = "lines/readme_overrides.cmd"
-    monkeypatch.chdir(folder)
-    config = (folder / "recipes/configs/llama2/7B_lora_single_device.yaml").read_bytes()
-    argv = ["dashboard", "--demo", "--from", shown, "--save", str(tmp_path / "plan.toml")]
-    app = build(build_parser().parse_args(argv))
-    async with app.run_test(size=(160, 40)) as pilot:
-        screen = screen_of(app)
-        assert screen.plan.micro_batch == 8  # the line's batch_size=8 over the file's 2
-        await pilot.press("plus")
-        await wait_for(pilot, lambda: screen.plan.micro_batch == 9)
-        await pilot.press("e")
-        written = tmp_path / "memtui-launch.cmd"
-        await wait_for(pilot, written.exists)
-    original = (folder / shown).read_text()
-    assert written.read_text() == original.replace("batch_size=8 ", "batch_size=9 ")
-    code, out, _ = run(["export", "--from", shown, "--micro-batch", "9"], capsys)
-    assert code == 0 and out == written.read_text()
-    assert (folder / "recipes/configs/llama2/7B_lora_single_device.yaml").read_bytes() == config
-
-
 def test_a_config_another_one_names_is_edited_by_its_format(tmp_path: Path) -> None:
     # axolotl's `deepspeed: deepspeed/zero3_zero_sizes.json`: the ZeRO stage is that file's
     axolotl = CONFIGS / "axolotl" / "lora-deepspeed.yml"

@@ -136,6 +136,16 @@ def launch_file(paths: list[str], cwd: Path) -> LaunchFile | None:
     return None
 
 
+def overridden(paths: list[str], cwd: Path) -> dict[str, Fact]:
+    """The facts a `--from` launch line's config overrides decide (`tune run ...
+    batch_size=4`), by fact key: a config edit must leave them, the line's override wins
+    over the file (`memtui export --from LINE` edits the override instead)."""
+    file = launch_file(paths, cwd)
+    if file is None:
+        return {}
+    return {k: f for k, f in file.facts().values.items() if f.override is not None}
+
+
 # -- the words of a command, with their offsets -----------------------------------------------
 
 
