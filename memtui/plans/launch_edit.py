@@ -51,6 +51,7 @@ from memtui.plans.facts import (
     Facts,
     parse_json,
     parse_yaml,
+    read_from,
     read_text,
 )
 from memtui.plans.formats import FORMATS, ConfigFormat
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     import argparse
 
     from memtui.estimator.plan import Plan
+    from memtui.plans.launchers import Launch
     from memtui.plans.roundtrip import Edited
 
 _GPUS = "hardware.gpus_per_node"
@@ -81,10 +83,11 @@ _LAUNCHER_WORDS = {"torchrun": 1, "accelerate": 2, "deepspeed": 1, "trl": 2, "tu
 #: torchtune config/_utils.py _merge_yaml_and_cli_args and LLaMA-Factory hparams/parser.py
 #: read_args (OmegaConf dotlists over the YAML, `key=value`); axolotl cli/utils/args.py
 #: add_options_from_config (a click option per top-level config field, `--key value`)
-#: Values YAML or pydantic read as booleans: never an axolotl option's value (see above)
-_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none"})
 _OVERRIDES = {"tune run": "key=value", "llamafactory-cli train": "key=value",
               "axolotl train": "--key value"}  # fmt: skip
+#: Values YAML or pydantic read as booleans: never an axolotl option's value (a boolean
+#: field is a `--flag/--no-flag` pair there)
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none"})
 
 
 @dataclass(frozen=True)
@@ -442,7 +445,7 @@ class _Exported:
         self.data, self.facts, self.deciding = data, facts, deciding
 
 
-def _config_format(launch: Any) -> ConfigFormat | None:
+def _config_format(launch: Launch) -> ConfigFormat | None:
     """The format of the config a launch with overrides names, when memtui writes it (its
     keys are the ones the line overrides); None: the Trainer's arguments (LLaMA-Factory)."""
     kind = launch.configs[0].kind
@@ -552,8 +555,6 @@ def _override_attempts(
     states (or leaves to a default), an override of that config key added (`config`: the
     argument that names the config, as its facts' origins end). None: not a config key the
     line can override (the launcher's own options, the GPU count)."""
-    from memtui.plans.facts import read_from
-
     if fact is None or key == _GPUS:
         return None
     if fact.override is not None:
