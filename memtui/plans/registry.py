@@ -129,9 +129,7 @@ class _Reader:
             applied = apply_overrides(data, [o for o, _ in overrides], Facts(shown),
                                       components=kind == "torchtune")  # fmt: skip
         doc = Document(resolved, shown, data, self.cwd)
-        fmt = None if reader else (FORMATS[kind] if kind else self.detect(doc))
-        read = reader or (fmt.read if fmt else None)
-        assert read is not None
+        read = reader or (FORMATS[kind] if kind else self.detect(doc)).read
         facts = read(doc)
         if overrides:
             try:
