@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -698,6 +699,14 @@ LAUNCH_MUST_EDIT = {
      "no-offload"),
     *(("upstream/alignment_handbook/lines/smollm2_sft.cmd", c) for c in ("micro-batch", "gpus")),
     *(("trainer/launch_deepspeed.sh", c) for c in ("micro-batch", "no-checkpointing", "gpus")),
+    # a config's key the line overrides is changed there; another is added as an override
+    *(("upstream/torchtune/lines/readme_overrides.cmd", c) for c in (
+        "micro-batch", "no-checkpointing", "lora-rank", "fp32")),
+    *(("upstream/torchtune/lines/readme_qlora_3b.cmd", c) for c in (
+        "micro-batch", "lora-rank", "fp32")),
+    *(("upstream/llamafactory/lines/readme_overrides.cmd", c) for c in (
+        "micro-batch", "lora-rank")),
+    *(("upstream/axolotl/lines/cli_overrides.cmd", c) for c in ("micro-batch", "lora-rank")),
 }  # fmt: skip
 LAUNCH_EDITS = [
     pytest.param(*launch, change, id=f"{shown}-{change}")
@@ -716,18 +725,30 @@ def commands(text: str) -> list[list[str]]:
 
 def arguments(tokens: list[str]) -> dict[str, list[str]]:
     """A command's `--flag` arguments with the words after each (`--flag=value` split), up
-    to a shell operator (`&> training.log`)."""
+    to a shell operator (`&> training.log`); a config override `key.path=value` (`tune run`,
+    `llamafactory-cli`) by its last key, and axolotl's `--micro-batch-size` as
+    `micro_batch_size`."""
     found: dict[str, list[str]] = {}
     name = None
+    program = next((t for t in tokens if "=" not in t), "")  # after `VAR=value` assignments
     for token in tokens:
         if token.strip("0123456789") and not token.strip("0123456789<>|&;()-"):
             break
         if token.startswith("--"):
             name, eq, value = token[2:].partition("=")
+            if program == "axolotl":
+                name = name.replace("-", "_")
             found[name] = [value] if eq else []
+        elif OVERRIDE.match(token) and program in ("tune", "llamafactory-cli"):
+            key, _, value = token.partition("=")
+            name = None
+            found[key.rsplit(".", 1)[-1]] = [value]
         elif name is not None:
             found[name].append(token)
     return found
+
+
+OVERRIDE = re.compile(r"[A-Za-z_][\w.]*=")
 
 
 @pytest.mark.parametrize(("cwd", "path", "flags", "error", "change"), LAUNCH_EDITS)
@@ -797,9 +818,15 @@ def _script_args(tokens: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
+#: Launch lines whose edits are their config's overrides, not a Trainer script's arguments
+OVERRIDE_LINES = ("upstream/torchtune/", "upstream/llamafactory/", "upstream/axolotl/")
+
+
 @pytest.mark.parametrize(
-    ("shown", "change"), sorted(c for c in LAUNCH_MUST_EDIT if "deepspeed_chat" not in c[0])
-)
+    ("shown", "change"),
+    sorted(c for c in LAUNCH_MUST_EDIT
+           if "deepspeed_chat" not in c[0] and not c[0].startswith(OVERRIDE_LINES)),
+)  # fmt: skip
 def test_hfargumentparser_parses_an_edited_launch_line(
     shown: str, change: str, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

@@ -371,6 +371,35 @@ CASES: list[Case] = [
          said=(DEEPSPEED_AUTO, GPUS_ASSUMED, "fp16 'enabled' are 'auto'")),
     Case("transformers", "ds_config_zero3.json", {"strategy": "zero3", "offload": "params"}),
     Case("transformers", "ds_config_zero3_bf16.json", {"strategy": "zero3", "offload": "params"}),
+    # -- launch lines that override their config's keys (the override wins over the file:
+    # torchtune config/_utils.py _merge_yaml_and_cli_args, where `optimizer=X` over a block
+    # with a _component_ sets that component; LLaMA-Factory hparams/parser.py read_args;
+    # axolotl cli/utils/args.py add_options_from_config); the provenance names the word ---------
+    Case("torchtune", "lines/readme_overrides.cmd",
+         {"stack": "torchtune", "strategy": "ddp", "hardware.gpus_per_node": 1, "method": "lora",
+          "lora_rank": 8, "micro_batch": 8, "grad_accum": 8, "checkpointing": "full",
+          "precision": "bf16"},
+         reads=("readme_overrides.cmd:1:batch_size=8 (over batch_size of recipes/configs/"
+                "llama2/7B_lora_single_device.yaml)", "enable_activation_checkpointing=True")),
+    Case("torchtune", "lines/readme_qlora_3b.cmd",
+         {"stack": "torchtune", "hardware.gpus_per_node": 1, "method": "qlora", "lora_rank": 64,
+          "micro_batch": 2, "grad_accum": 1, "seq_len": 4096, "checkpointing": "full",
+          "activation_offload": True, "optimizer": "adamw", "optimizer_in_backward": False,
+          "loss": "chunked", "precision": "bf16"},
+         reads=(":1:batch_size=2 (over batch_size", "tokenizer.max_seq_len=4096",
+                ":1:optimizer=torch.optim.AdamW (over optimizer._component_",
+                "loss=torchtune.modules.loss.CEWithChunkedOutputLoss")),
+    Case("llamafactory", "lines/readme_overrides.cmd",
+         {"stack": "trainer", "method": "lora", "lora_rank": 8, "micro_batch": 1,
+          "seq_len": 2048, "grad_accum": 8, "checkpointing": "full", "precision": "bf16"},
+         ("--model", "Qwen/Qwen3-4B")),
+    Case("axolotl", "lines/cli_overrides.cmd",
+         {"stack": "trainer", "method": "lora", "lora_rank": 16, "micro_batch": 2,
+          "seq_len": 2048, "grad_accum": 2, "checkpointing": "full", "optimizer": "adamw8bit",
+          "precision": "bf16"},
+         ("--model", "meta-llama/Llama-3.2-1B"),
+         reads=("cli_overrides.cmd:1:--micro-batch-size 2 (over micro_batch_size of "
+                "examples/llama-3/lora-1b.yml)",)),
 ]  # fmt: skip
 
 #: The objective each preference or RL launch trains (the trainer the line runs, or its

@@ -119,9 +119,10 @@ def build(args: argparse.Namespace) -> MemtuiApp:
     else:
         chosen = choose(args, plan, imported)
         plan, notes = chosen.plan, (chosen.why,) if chosen.why else ()
-    from memtui.commands.export import origin_of
+    from memtui.commands.export import launch_origin_of, origin_of
 
-    origin = origin_of(args)  # the --from config the export key edits
+    # the --from config the export key edits, else the --from launch script
+    origin = origin_of(args) or launch_origin_of(args)
     fit: set[str] = set()
     if first is not None:
         # live, replay or a cluster: size the plan to the GPUs seen, unless a flag, a plan

@@ -212,8 +212,13 @@ def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str
     the plan changed that the edited file still does not say."""
     from memtui.plans import launch_edit, roundtrip
 
+    held: dict[str, Any] = {}
     if isinstance(origin, roundtrip.Origin):
-        change = roundtrip.edit(origin, plan)
+        # what a --from launch line overrides stays as the file has it: the line wins
+        held = launch_edit.overridden(list(getattr(origin.files_only, "from_files", None)
+                                           or ()), Path.cwd())  # fmt: skip
+        kept = {k: getattr(origin.plan, k) for k in held if k in type(plan).model_fields}
+        change = roundtrip.edit(origin, plan.evolve(**kept) if kept else plan)
     else:
         change = launch_edit.edit(origin, plan)
         _unmoved(origin, plan, change.text)
@@ -221,6 +226,14 @@ def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str
     for note in change.notes:
         print(f"{name}: {shown(note, LINE)}", file=sys.stderr)
     missing = unwritten(origin, plan, change.text) if origin.files_only is not None else []
+    on_the_line = [m for m in missing if m.split(" ", 1)[0] in held]
+    for item in on_the_line:
+        fact = held[item.split(" ", 1)[0]]
+        line = fact.origin.split(":", 1)[0]
+        print(f"{name}: not written: {shown(item, LINE)}: {shown(fact.origin, LINE)} overrides "
+              f"it, and the line wins over the file (`memtui export --from {shown(line, LINE)}` "
+              "edits the line)", file=sys.stderr)  # fmt: skip
+        missing.remove(item)
     if missing:
         print(
             f"{name}: not written, no key of this {origin.file.title} says it: "
@@ -230,7 +243,9 @@ def edited(origin: Origin | LaunchOrigin, plan: Plan, output: str | None) -> str
         )
     if not change.changed:
         said = (
-            "nothing the plan changed is a key of it" if missing else "the plan is the file's own"
+            "nothing the plan changed is a key of it"
+            if missing or on_the_line
+            else "the plan is the file's own"
         )
         print(f"{name}: unchanged ({said})", file=sys.stderr)
     for line in change.diff(origin.file.shown, output or "(stdout)"):

@@ -64,6 +64,20 @@ class Fact:
     rank: int = 0
     """A higher rank replaces a lower one without contradiction (DeepSpeed's optimizer
     block replaces the Trainer's `optim`: Transformers then never builds its own)."""
+    override: Override | None = None
+    """The launch line's override the value comes from (over its config's key), if any."""
+
+
+@dataclass(frozen=True)
+class Override:
+    """One override of a config on its launch line (`tune run ... batch_size=4`,
+    `axolotl train cfg.yml --micro_batch_size 4`)."""
+
+    key: str
+    """The config key it sets, dotted, as the tool resolves it (`optimizer._component_` for
+    torchtune's `optimizer=torch.optim.AdamW`)."""
+    word: str
+    """As the line writes it (`batch_size=4`, `--micro_batch_size 4`)."""
 
 
 @dataclass
@@ -378,24 +392,96 @@ class Document:
         return beside if not launched.exists() and beside.exists() else launched
 
 
-def apply_overrides(data: dict[str, Any], overrides: Iterable[str], facts: Facts) -> None:
+def apply_overrides(
+    data: dict[str, Any], overrides: Iterable[str], facts: Facts, components: bool = False
+) -> list[str]:
     """OmegaConf-style `key.path=value` overrides, as `tune run` and `llamafactory-cli` take
     them after the config: the value is read as YAML (`4`, `true`, `[q_proj, v_proj]`), and
-    `~key` removes a key. The facts they set are attributed to the command line."""
+    `~key` removes a key. `components`: torchtune's rules (config/_utils.py
+    _merge_yaml_and_cli_args, torchtune 0.6): `optimizer=torch.optim.AdamW` over a block
+    with a `_component_` sets that component, and `None` is null. Returns the dotted key
+    each override set, in order; `attribute_overrides` then says which facts they decide."""
+    keys = []
     for item in overrides:
         key, eq, text = item.partition("=")
         if key.startswith("~"):
             node = _node(data, key[1:].split(".")[:-1])
             if node is not None:
                 node.pop(key.rsplit(".", 1)[-1], None)
+            keys.append(key[1:])
             continue
         if not eq or not key:
             raise facts.error(item, "an override is key=value")
-        value = parse_yaml(text, f"{facts.source}:{key}") if text else None
-        parts = key.lstrip("+").split(".")
+        key = key.lstrip("+")
+        if components and isinstance(data.get(key), dict) and "_component_" in data[key]:
+            key += "._component_"
+        if components and text == "None":
+            value = None
+        else:
+            value = parse_yaml(text, f"{facts.source}:{key}") if text else None
+        parts = key.split(".")
         node = _node(data, parts[:-1], create=True)
         assert node is not None
         node[parts[-1]] = value
+        keys.append(key)
+    return keys
+
+
+def attribute_overrides(
+    facts: Facts, plain: Facts | None, applied: Mapping[str, str], label: str, had: set[str]
+) -> None:
+    """Each fact of `facts` (a config read with its launch line's overrides) that an override
+    decides, attributed to it: its origin becomes the line's (`run.sh:1:batch_size=4 (over
+    batch_size of cfg.yaml)`) and it carries the `Override`. An override decides a fact when
+    it sets a key the fact was read from (or one inside or around it), or when the fact
+    reads otherwise without the overrides (`plain`; None when the file alone does not
+    read). `applied`: key -> the word as written; `had`: the keys the file itself has."""
+    name = facts.source.split(" (", 1)[0]
+    for key, fact in list(facts.values.items()):
+        paths = read_from(fact.origin, facts.source)
+        related = [k for k in applied if any(_related(k, p) for p in paths)]
+        if not related and plain is not None and plain.get(key) != fact.value:
+            related = [k for k in applied if any(k.split(".")[0] == p.split(".")[0]
+                                                for p in paths)] or list(applied)  # fmt: skip
+        if not related:
+            continue
+        # the override of the key the fact is read from first ("model.lora_rank", not "model")
+        related.sort(key=lambda k: (k not in paths, paths.index(k) if k in paths else 0))
+        words = " ".join(applied[k] for k in related)
+        over = [k for k in related if k in had]
+        said = f"over {', '.join(over)} of {name}" if over else f"not in {name}"
+        facts.values[key] = Fact(
+            fact.value, f"{label}:{words} ({said})", rank=fact.rank,
+            override=Override(related[0], applied[related[0]]),
+        )  # fmt: skip
+
+
+def read_from(origin: str, source: str) -> list[str]:
+    """The dotted keys a fact's origin names (`cfg.yaml:optimizer._component_, fused`:
+    optimizer._component_ and its sibling optimizer.fused)."""
+    where = origin[len(source) + 1 :] if origin.startswith(f"{source}:") else ""
+    where = where.removesuffix(" (default)")
+    parts = [p.strip() for p in where.split(",") if p.strip()]
+    if not parts:
+        return []
+    parent = parts[0].rpartition(".")[0]
+    return [parts[0], *(p if "." in p or not parent else f"{parent}.{p}" for p in parts[1:])]
+
+
+def _related(a: str, b: str) -> bool:
+    """One dotted key is the other, or holds it (`fsdp` and `fsdp.cpu_offload`)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def keys_of(data: Mapping[str, Any], at: str = "") -> set[str]:
+    """Every dotted key path of a config's data (`optimizer`, `optimizer.fused`, ...)."""
+    out = set()
+    for key, value in data.items():
+        path = f"{at}{key}"
+        out.add(path)
+        if isinstance(value, Mapping):
+            out |= keys_of(value, path + ".")
+    return out
 
 
 def _node(data: dict[str, Any], parts: list[str], create: bool = False) -> dict[str, Any] | None:

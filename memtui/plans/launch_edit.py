@@ -20,6 +20,13 @@ edit works from the facts, as `memtui.plans.roundtrip.edit` does for configs:
   for the caller's "not written" line, with where it lives when that is another file (a
   DeepSpeed JSON the command names: its own `--format` edits it).
 
+A launcher that takes overrides of its config on the line (`tune run ... batch_size=4`,
+`llamafactory-cli train cfg.yaml key=value`, `axolotl train cfg.yml --micro_batch_size 4`) has
+its changes in its config's keys (the config format's export where memtui writes it, else the
+Trainer's arguments): a key the line overrides is changed in its override (the override wins
+over the file: the change there would be lost), any other is added as an override of the
+line's own kind (`memtui.plans.facts.Override`).
+
 Only the launch command's words change: other lines, comments, `export` lines and other
 commands keep their bytes; a new value is shell-quoted (`shlex.quote`), never spliced raw.
 An unchanged plan gives the file byte for byte.
@@ -30,19 +37,30 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memtui.plans.facts import ConfigError, Document, Fact, Facts, read_text
-from memtui.plans.formats import FORMATS
+from memtui.plans.facts import (
+    ConfigError,
+    Document,
+    Fact,
+    Facts,
+    parse_json,
+    parse_yaml,
+    read_from,
+    read_text,
+)
+from memtui.plans.formats import FORMATS, ConfigFormat
 
 if TYPE_CHECKING:
     import argparse
 
     from memtui.estimator.plan import Plan
+    from memtui.plans.launchers import Launch
     from memtui.plans.roundtrip import Edited
 
 _GPUS = "hardware.gpus_per_node"
@@ -57,9 +75,19 @@ _OPERATORS = "|&;<>()"
 #: A launcher's process-count option, by its program (torch 2.13 distributed/run.py,
 #: accelerate 1.15 commands/launch.py, deepspeed launcher/runner.py, trl 1.16 cli)
 _COUNT_OPTION = {"torchrun": "--nproc_per_node", "accelerate": "--num_processes",
-                 "deepspeed": "--num_gpus", "trl": "--num_processes"}  # fmt: skip
+                 "deepspeed": "--num_gpus", "trl": "--num_processes",
+                 "tune": "--nproc_per_node"}  # fmt: skip
 #: The words that name the launcher before its options (`accelerate launch`, `trl sft`)
-_LAUNCHER_WORDS = {"torchrun": 1, "accelerate": 2, "deepspeed": 1, "trl": 2}
+_LAUNCHER_WORDS = {"torchrun": 1, "accelerate": 2, "deepspeed": 1, "trl": 2, "tune": 2}
+#: Launchers that take overrides of their config after it, and how (`memtui.plans.launchers`):
+#: torchtune config/_utils.py _merge_yaml_and_cli_args and LLaMA-Factory hparams/parser.py
+#: read_args (OmegaConf dotlists over the YAML, `key=value`); axolotl cli/utils/args.py
+#: add_options_from_config (a click option per top-level config field, `--key value`)
+_OVERRIDES = {"tune run": "key=value", "llamafactory-cli train": "key=value",
+              "axolotl train": "--key value"}  # fmt: skip
+#: Values YAML or pydantic read as booleans: never an axolotl option's value (a boolean
+#: field is a `--flag/--no-flag` pair there)
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none"})
 
 
 @dataclass(frozen=True)
@@ -109,6 +137,16 @@ def launch_file(paths: list[str], cwd: Path) -> LaunchFile | None:
         if not text.lstrip().startswith("{"):
             return LaunchFile(resolved, shown, text, cwd)
     return None
+
+
+def overridden(paths: list[str], cwd: Path) -> dict[str, Fact]:
+    """The facts a `--from` launch line's config overrides decide (`tune run ...
+    batch_size=4`), by fact key: a config edit must leave them, the line's override wins
+    over the file (`memtui export --from LINE` edits the override instead)."""
+    file = launch_file(paths, cwd)
+    if file is None:
+        return {}
+    return {k: f for k, f in file.facts().values.items() if f.override is not None}
 
 
 # -- the words of a command, with their offsets -----------------------------------------------
@@ -261,6 +299,18 @@ class _Command:
             self.splice(word.end, word.end, " " + rendered)
         return True
 
+    def set_word(self, key: str, value: str) -> bool:
+        """The command's `key=value` word (an override as `tune run` takes it) given `value`,
+        or added after its last argument when it has none."""
+        words = self.words()
+        rendered = shlex.quote(f"{key}={value}")
+        for word in words[self.program(words) + 1 :]:
+            if word.value.partition("=")[0] == key:
+                self.splice(word.start, word.end, rendered)
+                return True
+        self._add(words, rendered, launcher=False)
+        return True
+
     def remove(self, flag: str) -> bool:
         """`flag` (and its value, when it has one) removed; False when it is not there."""
         words = self.words()
@@ -335,10 +385,13 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
     number, launch, _, _ = launch_command(file.text, file.shown, file.cwd)
     script_args = trainer_args.parse_argv(list(launch.script_args))[0]
     store_true = deepspeed_chat.STORE_TRUE if deepspeed_chat.detect(script_args) else frozenset()
-    old, new = _exports(file, before, plan)
+    style = _OVERRIDES.get(launch.launcher) if launch.configs else None
+    old, new = _exports(file, before, plan, _config_format(launch) if style else None)
     changed = {k for k in {*old.facts.values, *new.facts.values}
                if _value(old.facts, k) != _value(new.facts, k)}  # fmt: skip
     targets = {k: new.facts.values[k].value for k in changed if k in new.facts.values}
+    if style:  # a config's reader states no fact for a setting that is off (torchtune's)
+        targets.update({k: None for k in changed if k not in new.facts.values})
     if plan.hardware.gpus_per_node != before.hardware.gpus_per_node:
         targets[_GPUS] = plan.hardware.gpus_per_node
     command = _Command(file, number, store_true)
@@ -349,15 +402,19 @@ def edit(origin: LaunchOrigin, plan: Plan) -> Edited:
         if _value(current, key) == target:
             continue
         fact = current.values.get(key)
-        flag = _flag(fact, key, command)
-        if flag is None:
-            _elsewhere(edited, file, key, fact)
-            continue
-        for value in _candidates(target, flag, new.deciding.get(key, []), new, command):
+        attempts: Iterable[Attempt] | None = None
+        if style:
+            config = launch.configs[0].where
+            attempts = _override_attempts(command, style, config, fact, target, key, new)
+        if attempts is None:
+            flag = _flag(fact, key, command)
+            if flag is None:
+                _elsewhere(edited, file, key, fact)
+                continue
+            attempts = _flag_attempts(command, flag, key, target, new)
+        for attempt in attempts:
             saved = command.text
-            applied = command.set(flag, value, key == _GPUS) if value is not _ABSENT else (
-                command.remove(flag))  # fmt: skip
-            if applied:
+            if attempt():
                 read = _read(file, command.text)
                 # every other fact as it was, but the plan's changes still to be made
                 pending = targets.keys() - done
@@ -388,35 +445,52 @@ class _Exported:
         self.data, self.facts, self.deciding = data, facts, deciding
 
 
-def _exports(file: LaunchFile, before: Plan, plan: Plan) -> tuple[_Exported, _Exported]:
-    """The exports of both plans. An objective the Trainer-arguments export has no config
-    for (ORPO, CPO: experimental in trl 1.16) but both plans share is exported as SFT in
-    both: the arguments the two differ in are the same, and the objective is not changed."""
+def _config_format(launch: Launch) -> ConfigFormat | None:
+    """The format of the config a launch with overrides names, when memtui writes it (its
+    keys are the ones the line overrides); None: the Trainer's arguments (LLaMA-Factory)."""
+    kind = launch.configs[0].kind
+    fmt = FORMATS[kind] if kind in {f.name for f in FORMATS} else None
+    return fmt if fmt is not None and fmt.exports else None
+
+
+def _exports(
+    file: LaunchFile, before: Plan, plan: Plan, fmt: ConfigFormat | None = None
+) -> tuple[_Exported, _Exported]:
+    """The exports of both plans (as `fmt`, else the Trainer's arguments). An objective the
+    Trainer-arguments export has no config for (ORPO, CPO: experimental in trl 1.16) but
+    both plans share is exported as SFT in both: the arguments the two differ in are the
+    same, and the objective is not changed."""
     from memtui.estimator.choices import Objective
 
     try:
-        return _export(before, file.cwd), _export(plan, file.cwd)
+        return _export(before, file.cwd, fmt), _export(plan, file.cwd, fmt)
     except ConfigError as err:
         error = err
     if before.objective is plan.objective and plan.objective is not Objective.sft:
         try:
             sft = Objective.sft
-            return (_export(before.evolve(objective=sft), file.cwd),
-                    _export(plan.evolve(objective=sft), file.cwd))  # fmt: skip
+            return (_export(before.evolve(objective=sft), file.cwd, fmt),
+                    _export(plan.evolve(objective=sft), file.cwd, fmt))  # fmt: skip
         except ConfigError:
             pass
-    raise ConfigError(
-        f"{file.shown}: memtui edits launch lines through the Trainer's arguments: {error}"
-    )
+    through = f"its {fmt.title} config's keys" if fmt else "the Trainer's arguments"
+    raise ConfigError(f"{file.shown}: memtui edits this launch line through {through}: {error}")
 
 
-def _export(plan: Plan, cwd: Path) -> _Exported:
+def _export(plan: Plan, cwd: Path, fmt: ConfigFormat | None = None) -> _Exported:
     from memtui.plans import trainer_args
 
-    data = json.loads(trainer_args.export(plan))
+    if fmt is None:
+        data = json.loads(trainer_args.export(plan))
+        codec_read = trainer_args.read
+    else:
+        text = fmt.export(plan)
+        data = parse_json(text, "export") if text.lstrip().startswith("{") else (
+            parse_yaml(text, "export"))  # fmt: skip
+        codec_read = fmt.read
 
     def read(args: dict[str, Any]) -> Facts:
-        return trainer_args.read(Document(cwd / "export.json", "export", args, cwd))
+        return codec_read(Document(cwd / "export.json", "export", args, cwd))
 
     facts = read(data)
     deciding: dict[str, list[Any]] = {}
@@ -450,6 +524,73 @@ class _Absent:
 
 
 _ABSENT: Any = _Absent()
+
+
+Attempt = Callable[[], bool]
+"""One edit of the command tried (False: it cannot be written there); read back after."""
+
+
+def _flag_attempts(
+    command: _Command, flag: str, key: str, target: Any, new: _Exported
+) -> Iterator[Attempt]:
+    """`flag` given each candidate value, or removed."""
+    for value in _candidates(target, flag, new.deciding.get(key, []), new, command):
+        if value is _ABSENT:
+            yield partial(command.remove, flag)
+        else:
+            yield partial(command.set, flag, value, key == _GPUS)
+
+
+def _override_attempts(
+    command: _Command,
+    style: str,
+    config: str,
+    fact: Fact | None,
+    target: Any,
+    key: str,
+    new: _Exported,
+) -> list[Attempt] | None:
+    """The edits of a launch line's config overrides that may say `target` for fact `key`:
+    the override the fact comes from given each candidate value, or, for a fact its config
+    states (or leaves to a default), an override of that config key added (`config`: the
+    argument that names the config, as its facts' origins end). None: not a config key the
+    line can override (the launcher's own options, the GPU count)."""
+    if fact is None or key == _GPUS:
+        return None
+    if fact.override is not None:
+        config_key, word = fact.override.key, fact.override.word
+        written = word.split(" ", 1)[0].partition("=")[0]  # the key as the line spells it
+    else:
+        source = fact.origin.rpartition(":")[0]
+        if not source.endswith(f" ({config})") or "(from " in source:
+            return None  # the launcher's own, or a file the config names (its DeepSpeed JSON)
+        paths = read_from(fact.origin, source)
+        if not paths:
+            return None
+        config_key = paths[0]
+        written = config_key if style == "key=value" else "--" + config_key.replace("_", "-")
+    values = _override_values(target, config_key, new.deciding.get(key, []), new)
+    if style == "key=value":
+        return [partial(command.set_word, written, value) for value in values]
+    if "." in config_key:  # axolotl's options are its top-level fields
+        return None
+    # a boolean field is axolotl's `--flag/--no-flag`, never `--flag True`; which fields are
+    # boolean is its schema's, not known here: no boolean value is written as an option
+    booleans = any(isinstance(v, bool) for p, v in _leaves(new.data, ()) if p[-1] == config_key)
+    return [partial(command.set, written, value, False) for value in values
+            if not booleans and value.lower() not in _BOOLEAN_WORDS]  # fmt: skip
+
+
+def _override_values(
+    target: Any, config_key: str, deciding: list[tuple[str, Any]], new: _Exported
+) -> list[str]:
+    """The values to try for an override of `config_key`: the export's at that key (or of
+    that name), the values that decide the fact in it, the fact's own; YAML's spellings."""
+    leaf = config_key.rsplit(".", 1)[-1]
+    same = [v for path, v in _leaves(new.data, ()) if ".".join(path) == config_key]
+    same += [v for path, v in _leaves(new.data, ()) if path[-1] == leaf]
+    values = [*same, *(v for _, v in deciding), target]
+    return list(dict.fromkeys(t for t in map(_rendered, values) if t is not None))
 
 
 def _candidates(

@@ -104,7 +104,9 @@ class Launch:
     script_args: tuple[str, ...] = ()
     """The script's own arguments (the Trainer's, when it is a Trainer script)."""
     overrides: tuple[str, ...] = ()
-    """key=value overrides of the config (tune run, llamafactory-cli)."""
+    """key=value overrides of the config (tune run, llamafactory-cli, axolotl's options)."""
+    override_words: tuple[str, ...] = ()
+    """Each override as the line writes it (`--micro_batch_size 4`), when not the same."""
     launcher_settings: dict[str, tuple[Any, str]] = field(default_factory=dict)
     """Plan facts the launcher's own options give: key -> (value, option)."""
     accelerate_flags: dict[str, Any] = field(default_factory=dict)
@@ -477,23 +479,30 @@ def _axolotl(argv: list[str], rest: list[str], cwd: Path) -> Launch:
         elif _opt(options, "--nproc_per_node", "--nproc-per-node") or _opt(options, "--nnodes"):
             settings, _ = _world(options, "axolotl train --")
     config = next((t for t in rest if not t.startswith("-")), None)
-    overrides = []
+    overrides, words = [], []
     i = 0
     while i < len(rest):
         token = rest[i]
         if token.startswith("--") and token not in ("--launcher",):
             key, eq, value = token[2:].partition("=")
+            word = token
             if not eq and i + 1 < len(rest) and not rest[i + 1].startswith("--"):
                 value, i = rest[i + 1], i + 1
+                word = f"{token} {value}"
+            elif not eq and key.startswith("no-"):
+                # a boolean field's `--flag/--no-flag` (axolotl cli/utils/args.py
+                # add_options_from_config: one click option per config field)
+                key, value = key[3:], "false"
             elif not eq:
                 value = "true"
             overrides.append(f"{key.replace('-', '_')}={value}")
+            words.append(word)
         elif token == "--launcher":
             i += 1
         i += 1
     configs = (ConfigRef(_path(cwd, config), "axolotl train", "axolotl"),) if config else ()
     return Launch("axolotl train", tuple(argv), cwd, config, configs,
-                  overrides=tuple(o for o in overrides if o.split("=")[0] != config),
+                  overrides=tuple(overrides), override_words=tuple(words),
                   launcher_settings=settings)  # fmt: skip
 
 

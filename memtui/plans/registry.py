@@ -9,6 +9,7 @@ merges everything (`facts.merge`: files that contradict each other are an error)
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,7 +24,9 @@ from memtui.plans.facts import (
     Document,
     Facts,
     apply_overrides,
+    attribute_overrides,
     is_json,
+    keys_of,
     mapping,
     merge,
     parse_json,
@@ -89,10 +92,13 @@ class _Reader:
         path: Path,
         shown: str,
         kind: str | None,
-        overrides: Iterable[str] = (),
+        overrides: Iterable[tuple[str, str]] = (),
         launcher: dict[str, Any] | None = None,
         reader: Callable[[Document], Facts] | None = None,
+        label: str = "",
     ) -> None:
+        """`overrides`: the launch line's (override, its word as written), over the file;
+        `label`: the launch line, to which the facts they decide are attributed."""
         resolved = (self.cwd / path if not path.is_absolute() else path).resolve()
         if resolved in self.seen or len(self.seen) >= _MAX_FILES:
             return
@@ -116,10 +122,22 @@ class _Reader:
         data = mapping(data, shown, "config")
         if launcher:  # `accelerate launch` options override its config file
             data = _overlay(data, launcher)
+        plain = data
+        overrides = list(overrides)
         if overrides:
-            apply_overrides(data, overrides, Facts(shown))
+            data = copy.deepcopy(data)
+            applied = apply_overrides(data, [o for o, _ in overrides], Facts(shown),
+                                      components=kind == "torchtune")  # fmt: skip
         doc = Document(resolved, shown, data, self.cwd)
-        facts = reader(doc) if reader else (FORMATS[kind] if kind else self.detect(doc)).read(doc)
+        read = reader or (FORMATS[kind] if kind else self.detect(doc)).read
+        facts = read(doc)
+        if overrides:
+            try:
+                alone = read(Document(resolved, shown, plain, self.cwd))
+            except ConfigError:  # the file reads only with the line's overrides
+                alone = None
+            words = dict(zip(applied, (w for _, w in overrides), strict=True))
+            attribute_overrides(facts, alone, words, label, keys_of(plain))
         self.parts.append(facts)
         for ref, where in list(facts.references):
             if ref != resolved:
@@ -184,7 +202,7 @@ class _Reader:
             self.parts.append(accelerate_yaml.read(doc))
         for ref in configs:
             if ref.kind != "trl":
-                self.config(ref, launch, builtin)
+                self.config(ref, launch, builtin, label)
         parsed, _ = trainer_args.parse_argv(list(launch.script_args))
         trainer = trl_args.script_trainer(launch.script)
         source = f"{label} {launch.script or ''}".strip()
@@ -249,7 +267,11 @@ class _Reader:
         self.follow(facts, doc.path)
 
     def config(
-        self, ref: ConfigRef, launch: Launch, builtin: Callable[[str], Path | None] | None
+        self,
+        ref: ConfigRef,
+        launch: Launch,
+        builtin: Callable[[str], Path | None] | None,
+        label: str,
     ) -> None:
         path = ref.path
         if ref.builtin is not None:
@@ -262,7 +284,8 @@ class _Reader:
             path = found
         shown = f"{ref.builtin or _relative(path, self.cwd)} ({ref.where})"
         flags = launch.accelerate_flags if ref.kind == "accelerate" else None
-        self.file(path, shown, ref.kind, launch.overrides, flags)
+        overrides = zip(launch.overrides, launch.override_words or launch.overrides, strict=True)
+        self.file(path, shown, ref.kind, overrides, flags, label=label)
 
 
 def launch_command(

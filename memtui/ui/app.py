@@ -30,6 +30,7 @@ from memtui.ui.signals import TerminalSignals
 from memtui.ui.themes import DEFAULT_THEME, load_themes, variable_defaults
 
 if TYPE_CHECKING:
+    from memtui.plans.launch_edit import LaunchOrigin
     from memtui.plans.roundtrip import Origin
 
 #: Used when no theme file could be loaded at all; memtui's variables get their defaults.
@@ -64,7 +65,7 @@ class MemtuiApp(App[None]):
         keymap: Mapping[str, str] | None,
         first_poll: FirstPoll | None,
         snapshot: Path | None = None,
-        origin: Origin | None = None,
+        origin: Origin | LaunchOrigin | None = None,
         budget_from: BudgetSource | None = GIVEN,
         preferences: Loaded | None = None,
         start_notes: tuple[str, ...] = (),
@@ -229,7 +230,7 @@ def make_app(
     keymap: Mapping[str, str] | None = None,
     first_poll: FirstPoll | None = None,
     snapshot: Path | None = None,
-    origin: Origin | None = None,
+    origin: Origin | LaunchOrigin | None = None,
     budget_from: BudgetSource | None = GIVEN,
     preferences: Loaded | None = None,
     start_notes: tuple[str, ...] = (),

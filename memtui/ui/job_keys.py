@@ -8,7 +8,8 @@ it") or why nothing was ("no training job recognised: pid 5150: not visible here
 PID namespace...)"). `j` reads that job's config files into a plan (the bars then compare
 the job with its own budget); `e` writes the plan beside the save file under a new name,
 never over an existing one: the user's own config edited when the plan came from one
-(`--from`, memtui.plans.roundtrip), else a fresh config of the plan's stack.
+(`--from`, memtui.plans.roundtrip), or its launch script (memtui.plans.launch_edit: the same
+edit as `memtui export --from run.sh`), else a fresh config of the plan's stack.
 
 Nothing here reads or writes the screen: `JobWatch` keeps what the last look found, `export_of`
 renders an export, and the thread workers (`look_for_jobs`, `plan_from_job`, `write_export`,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from memtui.estimator import Plan
     from memtui.plans.attach import Found, Job
     from memtui.plans.imports import Imported
+    from memtui.plans.launch_edit import LaunchOrigin
     from memtui.plans.roundtrip import Origin
 
 #: How a worker hands its answer to the screen: the screen's `post_message` (thread-safe).
@@ -106,12 +108,22 @@ class Export:
     text: str
 
 
-def export_of(plan: Plan, origin: Origin | None = None) -> Export | Notice:
+def export_of(plan: Plan, origin: Origin | LaunchOrigin | None = None) -> Export | Notice:
     """`e`'s config for `plan`, or why there is none: `origin`'s file edited to say it when
-    the plan came from a config memtui writes, else a fresh one of its stack's (rendering
-    is quick and pure: the event loop does it; only the write goes to a thread)."""
+    the plan came from a config memtui writes or from a launch script, else a fresh one of
+    its stack's (rendering is quick and pure: the event loop does it; only the write goes to
+    a thread)."""
     from memtui.plans.formats import FORMATS, spoken
+    from memtui.plans.launch_edit import LaunchOrigin
 
+    if isinstance(origin, LaunchOrigin):
+        from memtui.plans.launch_edit import edit as edit_launch
+
+        try:
+            script = edit_launch(origin, plan)
+        except MemtuiError as err:
+            return Notice(str(err), title="Export", severity="error")
+        return Export("launch", origin.file.path.suffix or ".sh", script.text)
     fmt = FORMATS.launched_with(plan.stack)
     if origin is not None and origin.file.fmt.exports:
         from memtui.plans.roundtrip import edit

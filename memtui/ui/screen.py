@@ -84,6 +84,7 @@ from memtui.ui.widgets.strategy_table import StrategyTable, StrategyView
 
 if TYPE_CHECKING:
     from memtui.estimator import Report
+    from memtui.plans.launch_edit import LaunchOrigin
     from memtui.plans.roundtrip import Origin
     from memtui.ui.fastest_screen import FastestFound
 
@@ -210,7 +211,7 @@ class DashboardScreen(MonitorScreen):
         fit_to_devices: frozenset[str] = frozenset(),
         save_path: Path | None = None,
         first_poll: FirstPoll | None = None,
-        origin: Origin | None = None,
+        origin: Origin | LaunchOrigin | None = None,
         budget_from: BudgetSource | None = GIVEN,
         stack_rule: StackRule | None = None,
     ) -> None:
