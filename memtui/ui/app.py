@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
+from textual.reactive import Initialize, Reactive
 
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
@@ -70,12 +71,14 @@ class MemtuiApp(App[None]):
         start_notes: tuple[str, ...] = (),
         stack_rule: StackRule | None = None,
     ) -> None:
+        # `_start_theme` reads these while App.__init__ runs
+        self._theme_asked, self._theme_dirs = theme, theme_dirs
+        self.preferences = preferences
+        """The preferences read at start (None: none are read or written, as in tests)."""
         super().__init__()
         self._stack_rule = stack_rule
         self.start_notes = start_notes
         """What the plan rests on, said once at start (the stack memtui chose, and why)."""
-        self.preferences = preferences
-        """The preferences read at start (None: none are read or written, as in tests)."""
         self._origin = origin
         self._budget_from = budget_from
         self._snapshot = snapshot
@@ -86,24 +89,34 @@ class MemtuiApp(App[None]):
         self._fit = fit_to_devices
         self._save_path = save_path
         self._first_poll = first_poll
-        loaded = load_themes(theme_dirs)
+        if keymap:
+            self.set_keymap(dict(keymap))
+
+    def _start_theme(self) -> str:
+        """The theme at start: memtui's themes registered and the one asked for (the flag,
+        else the preferences', else memtui's default), validated. This is the `theme`
+        reactive's initial value (`Initialize`, textual/reactive.py 8.2.8), which
+        App.__init__ reads once the built-in themes are registered: the stylesheet is then
+        parsed once, with this theme's variables. Setting `theme` after App.__init__ queued
+        a second parse and restyle of every widget before the first frame."""
+        loaded = load_themes(self._theme_dirs)
         self.theme_problems = list(loaded.errors)
         self.memtui_themes = [t.name for t in loaded.themes]
         for theme_obj in loaded.themes:
             self.register_theme(theme_obj)
+        preferences, asked = self.preferences, self._theme_asked
         if preferences is not None and preferences.problem:
             self.theme_problems.append(preferences.problem)
         remembered = preferences.preferences.theme if preferences is not None else None
-        wanted = theme or remembered or DEFAULT_THEME
+        wanted = asked or remembered or DEFAULT_THEME
         if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            if theme:
-                known = ", ".join(self.memtui_themes) or "none found"
-                self.theme_problems.append(f"no theme {theme!r} (themes: {known})")
-            self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
-        if keymap:
-            self.set_keymap(dict(keymap))
+            return wanted
+        if asked:
+            known = ", ".join(self.memtui_themes) or "none found"
+            self.theme_problems.append(f"no theme {asked!r} (themes: {known})")
+        return DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
+
+    theme: Reactive[str] = Reactive(Initialize(_start_theme))
 
     def notify(
         self,
