@@ -24,6 +24,10 @@ from textual.reactive import reactive
 
 from memtui.ui.budgets import JobBudget, comparison, source_line
 from memtui.ui.widgets.view_widget import ViewWidget
+from memtui.ui.widgets.word_fit import WordFit, fit_lines
+
+#: Lines the job's budget's source may take (a long --plan path: what is past them ends in "…").
+SOURCE_LINES = 3
 
 if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
     from memtui.estimator import Budget
@@ -64,17 +68,22 @@ class BudgetCompare(ViewWidget):
             table.add_column(header, no_wrap=True, overflow="ellipsis", ratio=1)
         for row in (budget, headroom):
             table.add_row(row.label, Text(row.job), Text(row.what_if))
-        source = Text(source_line(view.job), no_wrap=True, overflow="ellipsis")
-        self.show(Group(source, table), 4)  # the source line, the header, two rows
+        # the source line wraps at words (at 120x40 the panel is 46 cells wide); the header
+        # and two rows follow it
+        source = Text(source_line(view.job))
+        width = self.content_size.width
+        lines = len(fit_lines(self.app.console, source, width, SOURCE_LINES)) if width else 1
+        self.show(Group(WordFit(source, SOURCE_LINES), table), lines + 3)
 
 
-def _line(view: CompareView, job: str, what_if: str, headroom: str) -> Text:
-    """The narrow layout's one line: the job's budget and its source, then the what-if's."""
-    text = Text(no_wrap=True, overflow="ellipsis")
+def _line(view: CompareView, job: str, what_if: str, headroom: str) -> WordFit:
+    """The narrow layout's one line: the job's budget and its source, then the what-if's
+    (cut after a whole word when the terminal is narrower)."""
+    text = Text()
     if view.job is None:
         text.append("job's budget: none, capacity only", "bold")
     else:
         text.append(f"job's budget {job}", "bold")
         text.append(f" ({view.job.source})")
     text.append(f" · what-if {what_if}, headroom {headroom}")
-    return text
+    return WordFit(text)
