@@ -6,7 +6,7 @@ Wide layout, under the settings:
               job's budget        what-if plan
     per GPU   46.1/80.0 GB        38.2/80.0 GB
     headroom  33.9 GB             41.8 GB
-Narrow layout (under 100 columns), one line:
+Narrow layout (under 100 columns), one line (two where it does not fit):
     job's budget 46.1/80.0 GB (--plan plan.toml) · what-if 38.2/80.0 GB, headroom 41.8 GB
 Where the job's budget came from is a path or a command line from outside: escaped by
 `BudgetSource.__str__`, drawn as text, never as markup.
@@ -28,6 +28,8 @@ from memtui.ui.widgets.word_fit import WordFit, fit_lines
 
 #: Lines the job's budget's source may take (a long --plan path: what is past them ends in "…").
 SOURCE_LINES = 3
+#: Lines the narrow layout's line may take where the terminal is narrower than it.
+NARROW_LINES = 2
 
 if TYPE_CHECKING:  # the report's model: loaded with the first estimate, after the first frame
     from memtui.estimator import Budget
@@ -60,7 +62,8 @@ class BudgetCompare(ViewWidget):
             return
         budget, headroom = comparison(view.job, view.what_if, view.unit)
         if view.narrow:
-            self.show(_line(view, budget.job, budget.what_if, headroom.what_if), 1)
+            line = _line(view, budget.job, budget.what_if, headroom.what_if)
+            self.show(WordFit(line, NARROW_LINES), self._lines_of(line, NARROW_LINES))
             return
         table = Table(box=None, show_edge=False, pad_edge=False, expand=True, padding=(0, 1))
         table.add_column("", no_wrap=True, style="bold", width=9)
@@ -71,14 +74,18 @@ class BudgetCompare(ViewWidget):
         # the source line wraps at words (at 120x40 the panel is 46 cells wide); the header
         # and two rows follow it
         source = Text(source_line(view.job))
+        lines = self._lines_of(source, SOURCE_LINES) + 3
+        self.show(Group(WordFit(source, SOURCE_LINES), table), lines)
+
+    def _lines_of(self, text: Text, most: int) -> int:
+        """How many lines `text` takes at the panel's width (1 before it is laid out: the
+        first view relays it out anyway), so a view that takes more or fewer relays out."""
         width = self.content_size.width
-        lines = len(fit_lines(self.app.console, source, width, SOURCE_LINES)) if width else 1
-        self.show(Group(WordFit(source, SOURCE_LINES), table), lines + 3)
+        return len(fit_lines(self.app.console, text, width, most)) if width else 1
 
 
-def _line(view: CompareView, job: str, what_if: str, headroom: str) -> WordFit:
-    """The narrow layout's one line: the job's budget and its source, then the what-if's
-    (cut after a whole word when the terminal is narrower)."""
+def _line(view: CompareView, job: str, what_if: str, headroom: str) -> Text:
+    """The narrow layout's line: the job's budget and its source, then the what-if's."""
     text = Text()
     if view.job is None:
         text.append("job's budget: none, capacity only", "bold")
@@ -86,4 +93,4 @@ def _line(view: CompareView, job: str, what_if: str, headroom: str) -> WordFit:
         text.append(f"job's budget {job}", "bold")
         text.append(f" ({view.job.source})")
     text.append(f" · what-if {what_if}, headroom {headroom}")
-    return WordFit(text)
+    return text

@@ -25,11 +25,12 @@ def fit_lines(console: Console, text: Text, width: int, lines: int) -> list[Text
     ending with `MORE` after a whole word when the text needed more."""
     width = max(width, 1)
     wrapped = list(text.wrap(console, width, overflow="fold"))
+    for line in wrapped:
+        line.rstrip()  # the space a line broke at is no part of it
     if len(wrapped) <= lines:
         return wrapped
     kept = wrapped[:lines]
     last = kept[-1]
-    last.rstrip()
     while last.cell_len + len(MORE) > width:
         cut = last.plain.rstrip().rfind(" ")
         if cut <= 0:  # one word as wide as the line: fold it (the only cut inside a word)
