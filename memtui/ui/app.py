@@ -10,7 +10,7 @@ preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -70,6 +70,7 @@ class MemtuiApp(App[None]):
         preferences: Loaded | None = None,
         start_notes: tuple[str, ...] = (),
         stack_rule: StackRule | None = None,
+        after_first_frame: Callable[[], object] | None = None,
     ) -> None:
         # `_start_theme` reads these while App.__init__ runs
         self._theme_asked, self._theme_dirs = theme, theme_dirs
@@ -89,6 +90,7 @@ class MemtuiApp(App[None]):
         self._fit = fit_to_devices
         self._save_path = save_path
         self._first_poll = first_poll
+        self._after_first_frame = after_first_frame
         if keymap:
             self.set_keymap(dict(keymap))
 
@@ -176,6 +178,11 @@ class MemtuiApp(App[None]):
         for note in self.start_notes:
             self.notify(note, title="Plan", timeout=12)
 
+    def on_ready(self) -> None:
+        # Textual's `Ready`: the DOM is ready and the first frame is on the terminal
+        if self._after_first_frame is not None:
+            self._after_first_frame()
+
     def on_unmount(self) -> None:
         if self.source is not None:
             self.source.close()
@@ -247,6 +254,7 @@ def make_app(
     preferences: Loaded | None = None,
     start_notes: tuple[str, ...] = (),
     stack_rule: StackRule | None = None,
+    after_first_frame: Callable[[], object] | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -260,7 +268,8 @@ def make_app(
     user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update;
     `start_notes` what the plan rests on, said once at start; `stack_rule` the stack for a
     plan whose user named none (memtui/commands/default_stack.py), applied with the first
-    estimate and to the plan sized to the GPUs found, and said then."""
+    estimate and to the plan sized to the GPUs found, and said then; `after_first_frame` is
+    called once the first frame is on the terminal (the CLI resumes the garbage collector)."""
     return MemtuiApp(
         plan,
         source,
@@ -278,4 +287,5 @@ def make_app(
         preferences=preferences,
         start_notes=start_notes,
         stack_rule=stack_rule,
+        after_first_frame=after_first_frame,
     )
