@@ -67,8 +67,8 @@ from memtui import cli
 import memtui.commands.dashboard as dashboard
 mark("CLI imported")
 build = dashboard.build
-def timed_build(args):
-    app = build(args)
+def timed_build(args, **kwargs):
+    app = build(args, **kwargs)
     mark("app built")
     from textual.app import App
     register = App._register

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,12 +78,15 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def build(args: argparse.Namespace) -> MemtuiApp:
+def build(
+    args: argparse.Namespace, after_first_frame: Callable[[], object] | None = None
+) -> MemtuiApp:
     """The app for parsed flags (also used by benchmarks): plan, source, mode, theme.
 
     The live or replay source is opened and its first poll started (in a thread) before the
     plan is built and Textual imported, so the snapshot is usually in by the time the screen
-    composes (docs/architecture.md, "Measuring and checking": start to first full frame)."""
+    composes (docs/architecture.md, "Measuring and checking": start to first full frame).
+    `after_first_frame` is called once the first frame is on the terminal."""
     from memtui.telemetry import FirstPoll
     from memtui.ui.preferences import Loaded
     from memtui.ui.preferences import load as load_preferences
@@ -154,6 +158,7 @@ def build(args: argparse.Namespace) -> MemtuiApp:
         preferences=preferences,
         start_notes=notes,
         stack_rule=rule,
+        after_first_frame=after_first_frame,
     )
 
 
@@ -206,21 +211,30 @@ def _demo_options(args: argparse.Namespace, plan: Plan) -> argparse.Namespace:
     )
 
 
+def _resume_collector() -> None:
+    """The objects of the start-up kept out of every later collection, then the collector
+    on again (`run`)."""
+    gc.freeze()
+    gc.enable()
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the dashboard until the user quits; returns the exit code."""
     # Building the app imports Textual and the telemetry: with the estimator imported while
     # the flags were parsed, some 100,000 objects that live as long as the process. The
     # collector walked them some 90 times before the first frame (60 ms of a 540 ms start,
-    # benchmarks/profile_ui.py), so it is paused while they are made, then they are frozen
-    # (never walked again) and it resumes for what the running app allocates. The 1,500
+    # benchmarks/profile_ui.py), so it is paused while they are made and while the first
+    # frame is composed, styled and drawn (some 60 young collections more), then they are
+    # frozen (never walked again) and it resumes for what the running app allocates. The
     # garbage objects among them stay: a full collection to free them would cost 50 ms.
     gc.disable()
     try:
-        app = build(args)
+        app = build(args, after_first_frame=_resume_collector)
     except BaseException:
         gc.enable()  # nothing to keep: the error is reported and memtui ends
         raise
-    gc.freeze()
-    gc.enable()
-    app.run()
+    try:
+        app.run()
+    finally:
+        gc.enable()  # an app that ended before its first frame
     return app.return_code or 0  # 128 + N after signal N (memtui/ui/signals.py)

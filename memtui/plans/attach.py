@@ -82,6 +82,27 @@ class Job:
         return f"{self.launch.label} (pid {pids} on GPU {gpus})"
 
 
+#: PIDs a one-line summary names before saying how many more (the process table lists all).
+SUMMARY_PIDS = 3
+
+
+@dataclass(frozen=True)
+class Unread:
+    """The processes memtui could read no job from, for one reason."""
+
+    why: str
+    pids: tuple[int, ...]
+
+    def line(self, most: int | None = None) -> str:
+        """`pid 1,2: why`; with `most` and more PIDs than that, the reason first, then the
+        count and the first `most` PIDs, apart so that a narrow line wraps between them."""
+        if most is None or len(self.pids) <= most:
+            return f"pid {','.join(map(str, self.pids))}: {self.why}"
+        listed = ", ".join(map(str, self.pids[:most]))
+        more = len(self.pids) - most
+        return f"{self.why}: {len(self.pids)} processes, pid {listed} and {more} more"
+
+
 @dataclass(frozen=True)
 class Found:
     """The jobs on the GPUs, and why any process was not recognised."""
@@ -89,14 +110,18 @@ class Found:
     jobs: tuple[Job, ...]
     notes: tuple[str, ...]
     """One line per process (or kind of process) memtui could not read a job from."""
+    unread: tuple[Unread, ...] = ()
+    """The processes behind the notes that name PIDs, by reason (the notes' order)."""
 
     @property
     def summary(self) -> str:
-        """One line for the status bar."""
+        """One line for the status bar (a few PIDs of the first reason, and their count)."""
         if self.jobs:
             first = self.jobs[0]
             more = f" (+{len(self.jobs) - 1} more)" if len(self.jobs) > 1 else ""
             return f"job: {first.label}{more}"
+        if self.unread:
+            return f"no training job recognised: {self.unread[0].line(SUMMARY_PIDS)}"
         if self.notes:
             return f"no training job recognised: {self.notes[0]}"
         return "no training job recognised: no processes on the GPUs"
@@ -233,8 +258,8 @@ def _find_jobs(processes: Mapping[int, Iterable[str]]) -> Found:
         Job(launch, root, tuple(pids), tuple(sorted(gpus, key=_gpu_order)), env, exe)
         for root, (launch, pids, gpus, env, exe) in sorted(by_root.items())
     )
-    lines = tuple(f"pid {','.join(map(str, pids))}: {why}" for why, pids in notes.items())
-    return Found(jobs, lines)
+    unread = tuple(Unread(why, tuple(pids)) for why, pids in notes.items())
+    return Found(jobs, tuple(u.line() for u in unread), unread)
 
 
 def _gpu_order(label: str) -> tuple[int, ...]:

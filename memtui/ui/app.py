@@ -10,7 +10,7 @@ preferences (memtui/ui/preferences.py) give the unit, theme and hidden panels at
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
+from textual.reactive import Initialize, Reactive
 
 from memtui.estimator import Plan
 from memtui.telemetry import FirstPoll, TelemetrySource
@@ -70,13 +71,16 @@ class MemtuiApp(App[None]):
         preferences: Loaded | None = None,
         start_notes: tuple[str, ...] = (),
         stack_rule: StackRule | None = None,
+        after_first_frame: Callable[[], object] | None = None,
     ) -> None:
+        # `_start_theme` reads these while App.__init__ runs
+        self._theme_asked, self._theme_dirs = theme, theme_dirs
+        self.preferences = preferences
+        """The preferences read at start (None: none are read or written, as in tests)."""
         super().__init__()
         self._stack_rule = stack_rule
         self.start_notes = start_notes
         """What the plan rests on, said once at start (the stack memtui chose, and why)."""
-        self.preferences = preferences
-        """The preferences read at start (None: none are read or written, as in tests)."""
         self._origin = origin
         self._budget_from = budget_from
         self._snapshot = snapshot
@@ -87,24 +91,35 @@ class MemtuiApp(App[None]):
         self._fit = fit_to_devices
         self._save_path = save_path
         self._first_poll = first_poll
-        loaded = load_themes(theme_dirs)
+        self._after_first_frame = after_first_frame
+        if keymap:
+            self.set_keymap(dict(keymap))
+
+    def _start_theme(self) -> str:
+        """The theme at start: memtui's themes registered and the one asked for (the flag,
+        else the preferences', else memtui's default), validated. This is the `theme`
+        reactive's initial value (`Initialize`, textual/reactive.py 8.2.8), which
+        App.__init__ reads once the built-in themes are registered: the stylesheet is then
+        parsed once, with this theme's variables. Setting `theme` after App.__init__ queued
+        a second parse and restyle of every widget before the first frame."""
+        loaded = load_themes(self._theme_dirs)
         self.theme_problems = list(loaded.errors)
         self.memtui_themes = [t.name for t in loaded.themes]
         for theme_obj in loaded.themes:
             self.register_theme(theme_obj)
+        preferences, asked = self.preferences, self._theme_asked
         if preferences is not None and preferences.problem:
             self.theme_problems.append(preferences.problem)
         remembered = preferences.preferences.theme if preferences is not None else None
-        wanted = theme or remembered or DEFAULT_THEME
+        wanted = asked or remembered or DEFAULT_THEME
         if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            if theme:
-                known = ", ".join(self.memtui_themes) or "none found"
-                self.theme_problems.append(f"no theme {theme!r} (themes: {known})")
-            self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
-        if keymap:
-            self.set_keymap(dict(keymap))
+            return wanted
+        if asked:
+            known = ", ".join(self.memtui_themes) or "none found"
+            self.theme_problems.append(f"no theme {asked!r} (themes: {known})")
+        return DEFAULT_THEME if DEFAULT_THEME in self.available_themes else FALLBACK_THEME
+
+    theme: Reactive[str] = Reactive(Initialize(_start_theme))
 
     def notify(
         self,
@@ -163,6 +178,11 @@ class MemtuiApp(App[None]):
             self.notify(problem, title="Theme", severity="warning", timeout=8)
         for note in self.start_notes:
             self.notify(note, title="Plan", timeout=12)
+
+    def on_ready(self) -> None:
+        # Textual's `Ready`: the DOM is ready and the first frame is on the terminal
+        if self._after_first_frame is not None:
+            self._after_first_frame()
 
     def on_unmount(self) -> None:
         if self.source is not None:
@@ -235,6 +255,7 @@ def make_app(
     preferences: Loaded | None = None,
     start_notes: tuple[str, ...] = (),
     stack_rule: StackRule | None = None,
+    after_first_frame: Callable[[], object] | None = None,
 ) -> MemtuiApp:
     """The dashboard for `plan`, watching `source` (None: plan-only, saying
     `plan_only_reason`). `fit_to_devices` ({"gpus", "memory"}) sizes the plan to the GPUs of
@@ -248,7 +269,8 @@ def make_app(
     user's preferences file as read (memtui/ui/preferences.py), which `u`, `t`, `H` update;
     `start_notes` what the plan rests on, said once at start; `stack_rule` the stack for a
     plan whose user named none (memtui/commands/default_stack.py), applied with the first
-    estimate and to the plan sized to the GPUs found, and said then."""
+    estimate and to the plan sized to the GPUs found, and said then; `after_first_frame` is
+    called once the first frame is on the terminal (the CLI resumes the garbage collector)."""
     return MemtuiApp(
         plan,
         source,
@@ -266,4 +288,5 @@ def make_app(
         preferences=preferences,
         start_notes=start_notes,
         stack_rule=stack_rule,
+        after_first_frame=after_first_frame,
     )

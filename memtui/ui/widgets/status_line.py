@@ -8,8 +8,9 @@
 The source is named by its `SourceInfo` (never recognised by its label); hostnames and
 reasons from other machines are drawn as text with control characters escaped.
 No wall-clock time appears here, so snapshots of the screen stay deterministic. A line that
-says why there is no live data (plan-only, or a source in trouble) or where the plan was saved
-wraps onto a second line when the terminal is too narrow for it, rather than cutting it.
+says why there is no live data (plan-only, or a source in trouble) or carries a note (where the
+plan was saved, the jobs on the GPUs) wraps onto a second line when the terminal is too narrow
+for it; what two lines cannot hold ends after a whole word with "…" (memtui/ui/widgets/word_fit.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from textual.widgets import Static
 from memtui.telemetry import ClusterSnapshot, SourceInfo, SourceState
 from memtui.text import LINE, shown
 from memtui.ui.widgets.view_widget import redraw_on_theme_change
+from memtui.ui.widgets.word_fit import WordFit
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class StatusLine(Static):
             or view.note is not None
             or (snap is not None and snap.state is not SourceState.OK)
         )
-        text = Text(no_wrap=not wraps, overflow="ellipsis")
+        text = Text()
         if view.plan_only_reason is not None:
             # the way forward first: on 80 columns the reason may be cut, the hint never
             text.append("○ plan-only", bad)
@@ -105,7 +107,7 @@ class StatusLine(Static):
                 text.append(f" | {shown(snap.message, LINE)}", bad)
         if view.note:
             text.append(f" | {shown(view.note, LINE)}", dim)
-        self.update(text)
+        self.update(WordFit(text, 2 if wraps else 1))
 
     @staticmethod
     def _mode(source: SourceInfo | None) -> str:
