@@ -155,6 +155,13 @@ class Setup:
     padding (LlamaModel._update_causal_mask up to 4.39; 4.40 returns None where
     AttentionMaskConverter._ignore_causal_mask_sdpa allows): one storage expanded over the
     batch, kept by every layer's SDPA until backward ends."""
+    reentrant_checkpoint: bool = False
+    """Full checkpointing runs torch's reentrant CheckpointFunction (use_reentrant=True):
+    its backward rebuilds the layer whole and holds the rebuilt output while the inner
+    backward runs (torch/utils/checkpoint.py CheckpointFunction.backward, `outputs =
+    ctx.run_function(*detached_inputs)` then `torch.autograd.backward(outputs_with_grad,
+    args_with_grad)`, read in torch 2.13); the non-reentrant variant stops its rebuild at the
+    last tensor backward unpacks, before the layer's output."""
     rotary_per_layer: bool = False
     """Each attention computes its own rotary cos and sin in the compute dtype, kept by its
     rotary's backward (LlamaAttention.forward calls self.rotary_emb up to 4.43; 4.44 computes
@@ -724,6 +731,12 @@ def _layer_backward_peak(
         # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
         # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
         checkpoint = 0
+    if setup.reentrant_checkpoint:
+        # the rebuilt layer's output, held through the layer's backward (measured: memtui
+        # measure --stack trainer --checkpoint-variant reentrant, 4h bytes per token under
+        # bf16-autocast, transformers 4.39.3, 4.48.3 and 5.24)
+        checkpoint += size([Saved("rebuilt layer output", per_token=arch.hidden_size,
+                                  dtype=Dtype.residual)])  # fmt: skip
     adapters = _adapter_bytes(arch, setup, s, b, linear)
 
     # At the MLP's backward: every tensor the layer saved, its adapters', the MLP's gradients.
