@@ -155,6 +155,11 @@ class Setup:
     padding (LlamaModel._update_causal_mask up to 4.39; 4.40 returns None where
     AttentionMaskConverter._ignore_causal_mask_sdpa allows): one storage expanded over the
     batch, kept by every layer's SDPA until backward ends."""
+    eager_causal_mask: bool = True
+    """Eager attention gets a (b, 1, s, s) causal mask built by the model's forward (every
+    family in transformers 5.24, masking_utils.py create_causal_mask); GPT-2 before 4.52 masks
+    with its registered `bias` buffer instead (modeling_gpt2.py eager_attention_forward,
+    read in 4.48.3 and 4.51.0; 4.52.0 GPT2Model.forward calls _update_causal_mask)."""
     reentrant_checkpoint: bool = False
     """Full checkpointing runs torch's reentrant CheckpointFunction (use_reentrant=True):
     its backward rebuilds the layer whole and holds the rebuilt output while the inner
@@ -1073,7 +1078,7 @@ def _moments(
     tail_kept, tail_freed = _tail(arch, setup)
     # outside the layers, alive until backward ends (token ids, rotary cos/sin)
     tail = size(tail_kept)
-    if setup.attention is Attention.eager and full:
+    if setup.attention is Attention.eager and full and setup.eager_causal_mask:
         # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
         # every checkpointed layer, so it lives until backward ends (measured).
         tail += size([Saved("causal mask", per_token_seq=1, dtype=Dtype.residual)])

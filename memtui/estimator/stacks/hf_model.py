@@ -30,6 +30,9 @@ rules over their own setup.
   loop that runs a transformers model checkpoints through it (Trainer's
   `gradient_checkpointing`, a hand-written loop's `model.gradient_checkpointing_enable()`);
   the generic stack's textbook step is non-reentrant.
+- GPT-2's eager attention masks with its registered `bias` buffer up to 4.51 (read in 4.48.3,
+  4.51.0): the model builds no (b, 1, s, s) mask, which full checkpointing would keep as every
+  layer's input; 4.52.0 GPT2Model.forward builds one (_update_causal_mask), as 5.24 does.
 - PEFT's prepare_model_for_kbit_training (utils/other.py) casts every non-quantized parameter
   to fp32, the embeddings and norms included, and bitsandbytes' Linear4bit.forward returns its
   input's dtype, so a QLoRA model's residual stream is fp32 (`Plan.qlora_upcast`, on unless
@@ -62,6 +65,8 @@ later (training_args.py TrainingArguments.default_optim, read in 4.53.3 and 4.54
 adamw_torch: torch.optim.AdamW with its default foreach step on CUDA."""
 ROTARY_ONCE_FROM = (4, 44)
 """transformers releases before this one compute rotary cos and sin in every attention."""
+GPT2_CAUSAL_MASK_FROM = (4, 52)
+"""transformers releases before this one build GPT-2 no eager causal mask (its `bias` buffer)."""
 NON_REENTRANT_FROM = (5, 0)
 """transformers releases before this one checkpoint with the reentrant variant by default."""
 
@@ -111,6 +116,10 @@ def transformers_model(plan: Plan, setup: Setup) -> Setup:
     if setup.checkpointing is Checkpointing.full and reentrant(plan):
         setup = replace(setup, reentrant_checkpoint=True)
     versions = plan.versions
+    if plan.model.architecture.model_type == "gpt2" and versions.before(
+        Package.transformers, GPT2_CAUSAL_MASK_FROM
+    ):
+        setup = replace(setup, eager_causal_mask=False)
     if plan.model.architecture.rotary:
         setup = _llama_attention(plan, setup)
     if setup.loss is not LossKind.full:  # a chunked or fused loss is not the model's own
