@@ -986,7 +986,10 @@ def activation_bytes(
         and _forward_per_logit(setup)
         >= setup.loss_bytes * LOSS_BUFFERS_AT_PEAK + setup.kept_logits_bytes
     )
-    if forward_peak and roles is not None and Role.lm_head not in roles:
+    frozen_head = roles is not None and Role.lm_head not in roles
+    # (under autocast with an fp32 stream the head saved its bf16 cast, not that state:
+    # measured, 4.39.3 and 4.48.3, full fine-tuning)
+    if forward_peak and (frozen_head or setup.residual_bytes > setup.compute_bytes):
         held = setup.residual_bytes * arch.hidden_size * seq_len * micro_batch
         return ceil_div(at_loss + max(held, beyond - logits), setup.tp)
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
