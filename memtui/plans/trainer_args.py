@@ -261,6 +261,9 @@ def checkpointing(facts: Facts, args: Mapping[str, Any], where: Callable[[str], 
             break
     else:
         facts.default("checkpointing", Checkpointing.none, where("activation_checkpointing"))
+        for kwargs_key in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs"):
+            if isinstance(args.get(kwargs_key), dict):  # the variant, for when it is turned on
+                reentrant_variant(facts, args[kwargs_key], where(kwargs_key))
         return
     kwargs_key = f"{key.split('_')[0]}_checkpointing_kwargs"
     kwargs = args.get(kwargs_key) or {}
@@ -451,12 +454,13 @@ def export_args(plan: Plan) -> dict[str, Any]:
     }
     if plan.optimizer is Optimizer.sgd_momentum:
         args["optim_args"] = "momentum=0.9"
-    if plan.activation_offload:
-        args["gradient_checkpointing_kwargs"] = {"use_reentrant": False, "offload": True}
-    elif plan.checkpointing is Checkpointing.full and plan.checkpoint_variant is not (
+    kwargs: dict[str, Any] = {"offload": True} if plan.activation_offload else {}
+    if plan.checkpointing is Checkpointing.full and plan.checkpoint_variant is not (
         CheckpointVariant.auto
     ):
-        args["gradient_checkpointing_kwargs"] = {"use_reentrant": reentrant(plan)}
+        kwargs["use_reentrant"] = reentrant(plan)  # a given variant; auto: the release's
+    if kwargs:
+        args["gradient_checkpointing_kwargs"] = kwargs
     if plan.method is not Method.full:
         args.update(
             use_peft=True,
