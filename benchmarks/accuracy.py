@@ -400,12 +400,17 @@ What the older releases do that CPU shows differently, or that the rows cannot t
 - `--optimizer sgd-momentum`: Trainer reads no `optim_args` for "sgd" in 4.39-4.56
   (trainer.py get_optimizer_cls_and_kwargs: torch.optim.SGD alone; 5.24 trainer_optimizer.py
   _get_sgd reads them), so the measured run has no momentum buffer (the static row says so).
-- Trainer's checkpointing is reentrant in 4.x (modeling_utils.py
-  gradient_checkpointing_enable: gradient_checkpointing_kwargs None gives use_reentrant=True;
-  5.x activation_checkpointing_enable: False). Under LoRA with a frozen embedding the loss then
-  has no grad_fn: the stack itself fails. Under autocast (fp32 weights) and with GPT-2's
-  dropout the reentrant rebuild holds other tensors at the peak than the non-reentrant one
-  the books model (the "ckpt" rows' activations; their peaks agree): not modelled yet.
+- Trainer's checkpointing is reentrant before 5.0 (modeling_utils.py
+  gradient_checkpointing_enable: 4.48-4.57 turn gradient_checkpointing_kwargs None into
+  use_reentrant=True, 4.39's Trainer passes {} and torch's default is True; 5.0
+  `{"use_reentrant": False}`): the plans of these rows are estimated reentrant
+  (`--checkpoint-variant auto`), whose rebuild holds the layer's output through its backward
+  (memtui/estimator/stacks/hf_model.py reentrant). Under LoRA with a frozen embedding the
+  reentrant step needs `enable_input_require_grads` (PEFT calls it when the model already
+  checkpoints at get_peft_model; the Trainer of 4.39-4.57 does not), which the measured step
+  calls as such jobs do. The "reentrant" rows run the variant on the current release too.
+- 4.39's "fp32+autocast ckpt V=1024" row: its activations are under by 6 percent and its
+  buffers over by as much (its peak agrees): not traced yet.
 - fp32 models (no autocast) in 4.39 and 4.48: the split between activations and logits
   differs from the books (4.48: 14 B per logit at the loss, the books 12) and the eager
   rows' peaks are under by 2 (4.39) and 5 (4.48) percent: not traced yet.

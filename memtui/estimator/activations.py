@@ -155,6 +155,18 @@ class Setup:
     padding (LlamaModel._update_causal_mask up to 4.39; 4.40 returns None where
     AttentionMaskConverter._ignore_causal_mask_sdpa allows): one storage expanded over the
     batch, kept by every layer's SDPA until backward ends."""
+    eager_causal_mask: bool = True
+    """Eager attention gets a (b, 1, s, s) causal mask built by the model's forward (every
+    family in transformers 5.24, masking_utils.py create_causal_mask); GPT-2 before 4.52 masks
+    with its registered `bias` buffer instead (modeling_gpt2.py eager_attention_forward,
+    read in 4.48.3 and 4.51.0; 4.52.0 GPT2Model.forward calls _update_causal_mask)."""
+    reentrant_checkpoint: bool = False
+    """Full checkpointing runs torch's reentrant CheckpointFunction (use_reentrant=True):
+    its backward rebuilds the layer whole and holds the rebuilt output while the inner
+    backward runs (torch/utils/checkpoint.py CheckpointFunction.backward, `outputs =
+    ctx.run_function(*detached_inputs)` then `torch.autograd.backward(outputs_with_grad,
+    args_with_grad)`, read in torch 2.13); the non-reentrant variant stops its rebuild at the
+    last tensor backward unpacks, before the layer's output."""
     rotary_per_layer: bool = False
     """Each attention computes its own rotary cos and sin in the compute dtype, kept by its
     rotary's backward (LlamaAttention.forward calls self.rotary_emb up to 4.43; 4.44 computes
@@ -724,6 +736,12 @@ def _layer_backward_peak(
         # `hidden_states.to(torch.float32)` of an fp32 stream returns the same tensor
         # (measured: memtui measure --stack trainer, fp32 and bf16-autocast).
         checkpoint = 0
+    if setup.reentrant_checkpoint:
+        # the rebuilt layer's output, held through the layer's backward (measured: memtui
+        # measure --stack trainer --checkpoint-variant reentrant, 4h bytes per token under
+        # bf16-autocast, transformers 4.39.3, 4.48.3 and 5.24)
+        checkpoint += size([Saved("rebuilt layer output", per_token=arch.hidden_size,
+                                  dtype=Dtype.residual)])  # fmt: skip
     adapters = _adapter_bytes(arch, setup, s, b, linear)
 
     # At the MLP's backward: every tensor the layer saved, its adapters', the MLP's gradients.
@@ -968,7 +986,10 @@ def activation_bytes(
         and _forward_per_logit(setup)
         >= setup.loss_bytes * LOSS_BUFFERS_AT_PEAK + setup.kept_logits_bytes
     )
-    if forward_peak and roles is not None and Role.lm_head not in roles:
+    frozen_head = roles is not None and Role.lm_head not in roles
+    # (under autocast with an fp32 stream the head saved its bf16 cast, not that state:
+    # measured, 4.39.3 and 4.48.3, full fine-tuning)
+    if forward_peak and (frozen_head or setup.residual_bytes > setup.compute_bytes):
         held = setup.residual_bytes * arch.hidden_size * seq_len * micro_batch
         return ceil_div(at_loss + max(held, beyond - logits), setup.tp)
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
@@ -1060,7 +1081,7 @@ def _moments(
     tail_kept, tail_freed = _tail(arch, setup)
     # outside the layers, alive until backward ends (token ids, rotary cos/sin)
     tail = size(tail_kept)
-    if setup.attention is Attention.eager and full:
+    if setup.attention is Attention.eager and full and setup.eager_causal_mask:
         # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
         # every checkpointed layer, so it lives until backward ends (measured).
         tail += size([Saved("causal mask", per_token_seq=1, dtype=Dtype.residual)])

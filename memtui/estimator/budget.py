@@ -27,6 +27,7 @@ from memtui.estimator.report import (
     Verdict,
 )
 from memtui.estimator.stacks import Breakdown, stack_for
+from memtui.estimator.stacks.hf_model import checkpoint_note
 from memtui.estimator.step_time import step_time
 from memtui.estimator.strategies import offload_runs
 from memtui.estimator.terms import TermKind
@@ -136,6 +137,9 @@ def _assumptions(plan: Plan) -> tuple[str, ...]:
             "which keeps more than fla's chunk_gated_delta_rule: with fla the activations are "
             "lower"
         )
+    checkpoint = checkpoint_note(plan)
+    if checkpoint is not None:
+        out.append(checkpoint)
     if optimizer_spec(plan.optimizer).paged:
         out.append(
             "paged optimizer state is CUDA managed memory: nvidia-smi counts it while it is on "

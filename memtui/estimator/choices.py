@@ -153,6 +153,19 @@ class Checkpointing(Choice):
     full = "full"  # keep each layer's input, recompute the layer in backward
 
 
+class CheckpointVariant(Choice):
+    """Which torch.utils.checkpoint a full recomputation runs (torch/utils/checkpoint.py
+    `checkpoint(use_reentrant=...)`, read in torch 2.13)."""
+
+    auto = "auto"  # the loop's default for the plan's versions (stacks/hf_model.py)
+    # CheckpointFunction (use_reentrant=True): the layer is rebuilt whole, its output held
+    # while the inner backward runs
+    reentrant = "reentrant"
+    # _checkpoint_without_reentrant_generator (use_reentrant=False): saved-tensor hooks,
+    # the rebuild stops at the last tensor backward needs (early stop)
+    non_reentrant = "non-reentrant"
+
+
 class Objective(Choice):
     """What the step optimises; each keeps its own models and batches (memtui/estimator/
     objectives.py, from TRL's trainers)."""

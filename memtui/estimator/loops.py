@@ -60,7 +60,8 @@ LOOPS: dict[Loop, LoopShape] = {
 """Every loop but auto, by name."""
 
 
-_TRANSFORMERS_LOOPS = frozenset({Loop.trainer, Loop.accelerate, Loop.custom})
+TRANSFORMERS_LOOPS = frozenset({Loop.trainer, Loop.accelerate, Loop.custom})
+"""The loops that run a transformers model (its own gradient_checkpointing_enable)."""
 _TRANSFORMERS_STACKS = frozenset(
     s for s, caps in CAPABILITIES.items() if caps.own_loop is Loop.trainer
 )
@@ -71,7 +72,7 @@ def loop_for(stack: StackName, loop: Loop) -> Loop | None:
     stack's model code cannot run under."""
     if loop is Loop.auto:
         return CAPABILITIES[stack].own_loop
-    if loop in _TRANSFORMERS_LOOPS and stack in _TRANSFORMERS_STACKS | {StackName.generic}:
+    if loop in TRANSFORMERS_LOOPS and stack in _TRANSFORMERS_STACKS | {StackName.generic}:
         return loop
     if loop is CAPABILITIES[stack].own_loop:
         return loop

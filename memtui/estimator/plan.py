@@ -22,6 +22,7 @@ from memtui.estimator.capabilities import CAPABILITIES
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    CheckpointVariant,
     Loop,
     LossKind,
     Method,
@@ -77,7 +78,7 @@ Bytes = Annotated[int, _at_most(MAX_BYTES, "1 PiB, far beyond any GPU: a typo?")
 Elements = Annotated[int, _at_most(MAX_ELEMENTS, "more than any model has: a typo?")]
 
 ACTIVATION_FIELDS = frozenset(
-    {"micro_batch", "seq_len", "grad_accum", "attention", "checkpointing"}
+    {"micro_batch", "seq_len", "grad_accum", "attention", "checkpointing", "checkpoint_variant"}
 )
 """Plan fields that change only what one micro-batch holds, never the static state."""
 
@@ -388,6 +389,18 @@ class Plan(Frozen):
     checkpointing: Annotated[
         Checkpointing, Knob(FlagGroup.activations, "--checkpointing", label="Checkpointing")
     ] = Checkpointing.none
+    checkpoint_variant: Annotated[
+        CheckpointVariant,
+        Knob(
+            FlagGroup.activations,
+            "--checkpoint-variant",
+            "full checkpointing's torch.utils.checkpoint: reentrant (use_reentrant=True, "
+            "Trainer's default before transformers 5.0) or non-reentrant (auto: the loop's "
+            "default for the plan's versions)",
+        ),
+    ] = CheckpointVariant.auto
+    """torch.utils.checkpoint's variant under full checkpointing (`memtui.estimator.stacks.
+    hf_model.reentrant`)."""
     tp: Annotated[
         int,
         Knob(

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from memtui.estimator.plan import Attention, Checkpointing, Method, Plan, Precision
+from memtui.estimator.stacks.hf_model import reentrant
 from memtui.estimator.versions import release
 
 SELECTIVE = "memtui_selective"
@@ -108,7 +109,8 @@ def build_model(config: dict[str, Any], plan: Plan, *, fake: bool = False) -> to
         attn = _register_selective(attn)
     model: Any = hf_model(config, plan, dtype_of(plan.precision), attn)
     if plan.checkpointing is Checkpointing.full:
-        kwargs = {"use_reentrant": False}
+        # the variant the plan's loop and versions run (reentrant: torch's CheckpointFunction)
+        kwargs = {"use_reentrant": reentrant(plan)}
         if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
             model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:

@@ -76,6 +76,7 @@ CUSTOM: dict[str, Any] = {
 }
 """A hand-written loop (memtui/measure/step.py): `output = model(...)`, `output.loss.backward()`,
 the optimizer step, the output dropped after it; bf16 weights with an fp32 master."""
+REENTRANT: dict[str, Any] = {"checkpointing": "full", "checkpoint_variant": "reentrant"}
 LORA: dict[str, Any] = {"method": "lora", "lora_rank": 8}  # PEFT's default rank
 QV: dict[str, Any] = {**LORA, "lora_targets": ("q_proj", "v_proj")}  # PEFT's llama default
 
@@ -135,6 +136,15 @@ STACK_GRID: tuple[Row, ...] = (
     Row("trainer GPT-2 LoRA c_attn", gpt2(), {**TRAINER, **LORA, "precision": "bf16",
                                               "attention": "eager",
                                               "lora_targets": ("c_attn",)}, ci=False),
+    # torch's reentrant CheckpointFunction, the Trainer's default before transformers 5.0
+    Row("trainer fp32+autocast ckpt V=1024 reentrant", llama(vocab=1024),
+        {**TRAINER, **REENTRANT, "precision": "bf16-autocast"}),
+    Row("trainer bf16 ckpt V=1024 reentrant", llama(vocab=1024),
+        {**TRAINER, **REENTRANT, "precision": "bf16"}),
+    Row("trainer LoRA all-linear ckpt reentrant", llama(), {**TRAINER, **LORA, **REENTRANT,
+                                                            "precision": "bf16"}),
+    Row("trainer GPT-2 dropout eager ckpt reentrant", gpt2(),
+        {**TRAINER, **REENTRANT, "precision": "bf16", "attention": "eager"}),
     Row("custom loop keeping its output", llama(), {**CUSTOM}),
     Row("custom loop keeping its output, LoRA", llama(), {**CUSTOM, **LORA}),
     Row("custom loop keeping its output, ckpt", llama(), {**CUSTOM, "checkpointing": "full"}),

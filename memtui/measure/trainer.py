@@ -43,8 +43,16 @@ from typing import Any
 
 import torch
 
-from memtui.estimator.choices import Checkpointing, LossKind, Method, Optimizer, Precision
+from memtui.estimator.choices import (
+    Checkpointing,
+    CheckpointVariant,
+    LossKind,
+    Method,
+    Optimizer,
+    Precision,
+)
 from memtui.estimator.plan import Plan
+from memtui.estimator.stacks.hf_model import reentrant
 from memtui.measure.build import hf_model, lora_targets
 from memtui.measure.measurement import Measurement, Unsupported
 from memtui.measure.probe import StepProbe
@@ -154,6 +162,10 @@ def training_arguments(
     )
     evaluation = "eval_strategy" if "eval_strategy" in names else "evaluation_strategy"
     kwargs[checkpointing] = plan.checkpointing is Checkpointing.full
+    if kwargs[checkpointing] and plan.checkpoint_variant is not CheckpointVariant.auto:
+        # `gradient_checkpointing_kwargs` from 4.35 (`activation_checkpointing_kwargs` in
+        # 5.24); auto leaves the release's own default, which the estimate follows
+        kwargs[f"{checkpointing}_kwargs"] = {"use_reentrant": reentrant(plan)}
     kwargs[evaluation] = "no"
     return cls(
         output_dir=output_dir,
@@ -283,6 +295,12 @@ def measure_trainer(config: dict[str, Any], plan: Plan) -> Measurement:
         model: Any = hf_model(config, plan, model_dtype(plan))
         if plan.method is Method.lora:
             model = lora_model(model, plan, config["model_type"])
+            if plan.checkpointing is Checkpointing.full and reentrant(plan):
+                # the reentrant rebuild needs an input that requires grad, or the frozen
+                # base's loss has no grad_fn (4.39-4.57 Trainer: the step fails): what PEFT's
+                # PeftModel._prepare_model_for_gradient_checkpointing and
+                # prepare_model_for_kbit_training call (peft utils/other.py)
+                model.enable_input_require_grads()
         vocab = int(model.get_output_embeddings().weight.shape[0])
         autocast = plan.precision is not Precision.fp32
         probe = StepProbe(vocab, plan.micro_batch, plan.seq_len, autocast_copies=autocast)

@@ -9,8 +9,9 @@ is an 8-bit base memtui does not size), `lora_r`, `lora_dropout` [0], `lora_targ
 `gradient_accumulation_steps` [1] or the deprecated global `batch_size`, `optimizer`
 [adamw_torch_fused: Transformers' `optim` names], `bf16` [auto] / `fp16` (autocast) and
 `bfloat16` / `float16` (no autocast): the model is loaded in bf16 when bf16 or bfloat16 is set
-(utils/config/__init__.py: cfg.torch_dtype), `gradient_checkpointing` (true, "offload"),
-`activation_offloading`, `attn_implementation` / `flash_attention` / `sdp_attention` /
+(utils/config/__init__.py: cfg.torch_dtype), `gradient_checkpointing` (true, "offload") with
+`gradient_checkpointing_kwargs` (its use_reentrant), `activation_offloading`,
+`attn_implementation` / `flash_attention` / `sdp_attention` /
 `eager_attention`, `liger_fused_linear_cross_entropy` / `cut_cross_entropy` (fused loss; on
 by default once `plugins` lists CutCrossEntropyPlugin: integrations/cut_cross_entropy/args.py),
 `deepspeed` (a JSON path or inline), `fsdp_config` with `fsdp_version` [1] (its keys with or
@@ -53,7 +54,7 @@ from memtui.plans.facts import (
     prequantized,
 )
 from memtui.plans.fsdp import fsdp_version, read_fsdp, sharding_name, unprefixed
-from memtui.plans.trainer_args import lora_targets, optim_name, optimizer
+from memtui.plans.trainer_args import lora_targets, optim_name, optimizer, reentrant_variant
 
 if TYPE_CHECKING:
     from memtui.estimator.plan import Plan
@@ -178,6 +179,9 @@ def _levers(facts: Facts, data: dict[str, Any]) -> None:
         facts.state("checkpointing", Checkpointing.full, "gradient_checkpointing")
         if str(ckpt).startswith("offload"):
             facts.state("activation_offload", True, "gradient_checkpointing")
+        kwargs = data.get("gradient_checkpointing_kwargs")
+        if isinstance(kwargs, dict):  # handed to TrainingArguments as it is
+            reentrant_variant(facts, kwargs, "gradient_checkpointing_kwargs")
     else:
         facts.default("checkpointing", Checkpointing.none, "gradient_checkpointing")
     offload = data.get("activation_offloading")

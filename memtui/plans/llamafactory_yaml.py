@@ -7,7 +7,8 @@ its own (src/llamafactory/hparams/; defaults in brackets): `model_name_or_path`,
 `lora_target` [all], `additional_target` (PEFT modules_to_save), `quantization_bit` with
 `quantization_method` [bnb] and `double_quantization` [True], `pure_bf16`, `cutoff_len`
 [2048], `flash_attn` [auto] (disabled, sdpa, fa2, fa3), `disable_gradient_checkpointing`
-[False: LLaMA-Factory checkpoints by default, model_utils/checkpointing.py],
+[False: LLaMA-Factory checkpoints by default, model_utils/checkpointing.py], `use_reentrant_gc`
+[True: reentrant checkpointing],
 `use_unsloth_gc` (offloads the checkpointed inputs), `enable_liger_kernel`, `stage`.
 The dtype follows model/adapter.py: the model loads in bf16 with bf16 or pure_bf16, and the
 trainable parameters are upcast to fp32 unless pure_bf16 (or ZeRO-3, which keeps its own fp32
@@ -24,6 +25,7 @@ from typing import Any
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    CheckpointVariant,
     LossKind,
     Method,
     Objective,
@@ -116,6 +118,13 @@ def read(doc: Document) -> Facts:
         facts.state("checkpointing", Checkpointing.none, key)
     else:
         facts.state("checkpointing", Checkpointing.full, f"{key} (LLaMA-Factory default False)")
+        # ModelArguments.use_reentrant_gc [True], handed to gradient_checkpointing_enable as
+        # use_reentrant (model/model_utils/checkpointing.py prepare_model_for_training)
+        gc = "use_reentrant_gc"
+        given = as_bool(facts, gc, data[gc]) if data.get(gc) is not None else True
+        variant = CheckpointVariant.reentrant if given else CheckpointVariant.non_reentrant
+        said = gc if data.get(gc) is not None else f"{gc} (LLaMA-Factory default True)"
+        facts.state("checkpoint_variant", variant, said)
         if data.get("use_unsloth_gc") and as_bool(facts, "use_unsloth_gc", data["use_unsloth_gc"]):
             facts.state("activation_offload", True, "use_unsloth_gc")
     if data.get("enable_liger_kernel") and as_bool(facts, "enable_liger_kernel",

@@ -4,7 +4,8 @@ TrainingArguments (transformers 5.24 training_args.py; defaults in brackets):
 `per_device_train_batch_size` [8], `gradient_accumulation_steps` [1], `bf16` / `fp16`
 [False], `activation_checkpointing` (and its deprecated alias `gradient_checkpointing`)
 [off] with `activation_checkpointing_kwargs` ({"offload": true}: saved inputs on the CPU;
-{"every_n_layers": n}), `optim` [adamw_torch_fused on torch >= 2.8] with `optim_args`,
+{"every_n_layers": n}; {"use_reentrant": b}: the checkpointing variant), `optim`
+[adamw_torch_fused on torch >= 2.8] with `optim_args`,
 `use_liger_kernel` (Liger's fused linear cross-entropy), `deepspeed` (a JSON path or the
 config inline), `fsdp` (True, or the deprecated "full_shard auto_wrap offload"-style string)
 with `fsdp_config` (a dict or a JSON path; `version` [2], `reshard_after_forward`,
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from memtui.estimator.choices import (
     Attention,
     Checkpointing,
+    CheckpointVariant,
     LossKind,
     Method,
     Objective,
@@ -41,6 +43,7 @@ from memtui.estimator.choices import (
     StackName,
     VllmMode,
 )
+from memtui.estimator.stacks.hf_model import reentrant
 from memtui.plans.facts import (
     Document,
     Facts,
@@ -258,6 +261,9 @@ def checkpointing(facts: Facts, args: Mapping[str, Any], where: Callable[[str], 
             break
     else:
         facts.default("checkpointing", Checkpointing.none, where("activation_checkpointing"))
+        for kwargs_key in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs"):
+            if isinstance(args.get(kwargs_key), dict):  # the variant, for when it is turned on
+                reentrant_variant(facts, args[kwargs_key], where(kwargs_key))
         return
     kwargs_key = f"{key.split('_')[0]}_checkpointing_kwargs"
     kwargs = args.get(kwargs_key) or {}
@@ -272,6 +278,18 @@ def checkpointing(facts: Facts, args: Mapping[str, Any], where: Callable[[str], 
     facts.state("checkpointing", Checkpointing.full, where(key))
     if isinstance(kwargs, dict) and kwargs.get("offload"):
         facts.state("activation_offload", True, where(kwargs_key))
+    if isinstance(kwargs, dict):
+        reentrant_variant(facts, kwargs, where(kwargs_key))
+
+
+def reentrant_variant(facts: Facts, kwargs: Mapping[str, Any], where: str) -> None:
+    """The checkpointing variant a `gradient_checkpointing_kwargs` mapping names: its
+    `use_reentrant`, handed to torch.utils.checkpoint (absent: the release's default)."""
+    if kwargs.get("use_reentrant") is None:
+        return
+    given = as_bool(facts, f"{where}.use_reentrant", kwargs["use_reentrant"])
+    variant = CheckpointVariant.reentrant if given else CheckpointVariant.non_reentrant
+    facts.state("checkpoint_variant", variant, f"{where}.use_reentrant")
 
 
 def optimizer(facts: Facts, where: str, name: str, optim_args: Any, default: bool) -> None:
@@ -436,8 +454,13 @@ def export_args(plan: Plan) -> dict[str, Any]:
     }
     if plan.optimizer is Optimizer.sgd_momentum:
         args["optim_args"] = "momentum=0.9"
-    if plan.activation_offload:
-        args["gradient_checkpointing_kwargs"] = {"use_reentrant": False, "offload": True}
+    kwargs: dict[str, Any] = {"offload": True} if plan.activation_offload else {}
+    if plan.checkpointing is Checkpointing.full and plan.checkpoint_variant is not (
+        CheckpointVariant.auto
+    ):
+        kwargs["use_reentrant"] = reentrant(plan)  # a given variant; auto: the release's
+    if kwargs:
+        args["gradient_checkpointing_kwargs"] = kwargs
     if plan.method is not Method.full:
         args.update(
             use_peft=True,

@@ -22,6 +22,17 @@ rules over their own setup.
   4.53 K and V are repeated to every query head (repeat_kv) before SDPA, 4.54 passes
   enable_gqa (use_gqa_in_sdpa); up to 4.43 each attention computes its own rotary cos and
   sin (4.44: once, in LlamaModel.forward).
+- Full checkpointing's variant, read in 4.39.3, 4.48.3, 4.57.3, 5.0.0 and 5.24 (trainer.py,
+  modeling_utils.py PreTrainedModel.gradient_checkpointing_enable): reentrant up to 4.57 (4.39's
+  Trainer passes `gradient_checkpointing_kwargs` None as {}, so torch's own default applies,
+  use_reentrant=True with a warning; 4.48-4.57 turn None into {"use_reentrant": True}),
+  non-reentrant from 5.0.0 ({"use_reentrant": False}; huggingface/transformers#43203). Every
+  loop that runs a transformers model checkpoints through it (Trainer's
+  `gradient_checkpointing`, a hand-written loop's `model.gradient_checkpointing_enable()`);
+  the generic stack's textbook step is non-reentrant.
+- GPT-2's eager attention masks with its registered `bias` buffer up to 4.51 (read in 4.48.3,
+  4.51.0): the model builds no (b, 1, s, s) mask, which full checkpointing would keep as every
+  layer's input; 4.52.0 GPT2Model.forward builds one (_update_causal_mask), as 5.24 does.
 - PEFT's prepare_model_for_kbit_training (utils/other.py) casts every non-quantized parameter
   to fp32, the embeddings and norms included, and bitsandbytes' Linear4bit.forward returns its
   input's dtype, so a QLoRA model's residual stream is fp32 (`Plan.qlora_upcast`, on unless
@@ -33,8 +44,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memtui.estimator.activations import Setup
-from memtui.estimator.choices import Attention, LossKind, Method
-from memtui.estimator.loops import keeps_output
+from memtui.estimator.choices import Attention, Checkpointing, CheckpointVariant, LossKind, Method
+from memtui.estimator.loops import TRANSFORMERS_LOOPS, keeps_output, loop_for
 from memtui.estimator.plan import Plan
 from memtui.estimator.versions import Package
 
@@ -54,6 +65,10 @@ later (training_args.py TrainingArguments.default_optim, read in 4.53.3 and 4.54
 adamw_torch: torch.optim.AdamW with its default foreach step on CUDA."""
 ROTARY_ONCE_FROM = (4, 44)
 """transformers releases before this one compute rotary cos and sin in every attention."""
+GPT2_CAUSAL_MASK_FROM = (4, 52)
+"""transformers releases before this one build GPT-2 no eager causal mask (its `bias` buffer)."""
+NON_REENTRANT_FROM = (5, 0)
+"""transformers releases before this one checkpoint with the reentrant variant by default."""
 
 
 def kbit_upcast(plan: Plan) -> bool:
@@ -61,12 +76,50 @@ def kbit_upcast(plan: Plan) -> bool:
     return plan.method is Method.qlora and plan.qlora_upcast
 
 
+def reentrant(plan: Plan) -> bool:
+    """Whether the plan's full checkpointing runs torch's reentrant CheckpointFunction: as the
+    plan says, else the default of the loop's transformers (`NON_REENTRANT_FROM`)."""
+    if plan.checkpoint_variant is not CheckpointVariant.auto:
+        return plan.checkpoint_variant is CheckpointVariant.reentrant
+    return loop_for(plan.stack, plan.loop) in TRANSFORMERS_LOOPS and plan.versions.before(
+        Package.transformers, NON_REENTRANT_FROM
+    )
+
+
+def checkpoint_note(plan: Plan) -> str | None:
+    """The assumption line for the plan's checkpointing variant (None: no full checkpointing
+    of a transformers model, nothing to say)."""
+    if plan.checkpointing is not Checkpointing.full:
+        return None
+    given = plan.checkpoint_variant is not CheckpointVariant.auto
+    if not given and loop_for(plan.stack, plan.loop) not in TRANSFORMERS_LOOPS:
+        return None
+    why = (
+        "as given"
+        if given
+        else "gradient_checkpointing_enable's default, reentrant before transformers 5.0"
+    )
+    if reentrant(plan):
+        return (
+            f"full checkpointing is reentrant ({why}): torch.utils.checkpoint's "
+            "CheckpointFunction rebuilds each layer whole and holds its output through the "
+            "layer's backward; a frozen base needs enable_input_require_grads"
+        )
+    return f"full checkpointing is non-reentrant ({why})"
+
+
 def transformers_model(plan: Plan, setup: Setup) -> Setup:
     """`setup` with the residual stream, the model's logits, the loss's copies and the logits
     the loop keeps as the plan's transformers, PEFT and loop make them."""
     if kbit_upcast(plan):
         setup = replace(setup, residual_bytes=4)
+    if setup.checkpointing is Checkpointing.full and reentrant(plan):
+        setup = replace(setup, reentrant_checkpoint=True)
     versions = plan.versions
+    if plan.model.architecture.model_type == "gpt2" and versions.before(
+        Package.transformers, GPT2_CAUSAL_MASK_FROM
+    ):
+        setup = replace(setup, eager_causal_mask=False)
     if plan.model.architecture.rotary:
         setup = _llama_attention(plan, setup)
     if setup.loss is not LossKind.full:  # a chunked or fused loss is not the model's own
