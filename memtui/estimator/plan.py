@@ -397,6 +397,7 @@ class Plan(Frozen):
             "full checkpointing's torch.utils.checkpoint: reentrant (use_reentrant=True, "
             "Trainer's default before transformers 5.0) or non-reentrant (auto: the loop's "
             "default for the plan's versions)",
+            label="Ckpt variant",
         ),
     ] = CheckpointVariant.auto
     """torch.utils.checkpoint's variant under full checkpointing (`memtui.estimator.stacks.

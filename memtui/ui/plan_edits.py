@@ -477,6 +477,7 @@ _LAID_OUT: tuple[Setting, ...] = (
     _row("grad_accum"),
     _row("attention"),
     _row("checkpointing"),
+    _row("checkpoint_variant"),
     Setting(
         "activation_offload",
         _label("activation_offload"),
