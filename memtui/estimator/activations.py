@@ -56,6 +56,7 @@ from memtui.estimator.architecture import (
     Architecture,
     Role,
 )
+from memtui.estimator.capabilities import MEGATRON_TP, TensorParallelPlan
 from memtui.estimator.choices import Attention, Checkpointing, LossKind
 from memtui.estimator.memo import memoised
 from memtui.estimator.units import ceil_div
@@ -78,6 +79,31 @@ class Dtype(Enum):
 
 
 _FIXED_BYTES = {Dtype.fp32: 4, Dtype.int64: 8, Dtype.mask: 1}
+
+
+class TpSplit(Enum):
+    """How tensor parallelism splits a saved tensor over its ranks (`Setup.tp_plan`): the
+    column-parallel q, k, v, gate, up and the row-parallel o, down shard the heads and the
+    MLP width (torch distributed/tensor/parallel/style.py ColwiseParallel/RowwiseParallel,
+    DeepSpeed module_inject/layers.py LinearLayer/LinearAllreduce, Megatron-LM
+    ColumnParallelLinear/RowParallelLinear); what lies between them is whole on every rank
+    unless sequence parallelism shards it along the sequence."""
+
+    shard = "shard"
+    """Head- or MLP-width-sharded (q, k, v, the attention core and output, the MLP's
+    intermediates): split t ways under any tensor parallelism."""
+    sequence = "sequence"
+    """The residual stream and the norms on it: split along the sequence under sequence
+    parallelism (Megatron's, torch SequenceParallel), whole otherwise."""
+    gathered = "gathered"
+    """A column-parallel linear's input (the norm outputs, the lm_head's input): whole unless
+    sequence parallelism keeps its shard and gathers it again in backward
+    (`TensorParallelPlan.saves_gathered_input`)."""
+    whole = "whole"
+    """On every rank whole: the batch (token ids, labels), the rotary cos/sin, masks over
+    the sequence, the residual stream's gradient entering a row-parallel linear's backward
+    (the all-gather that is the backward of its reduce-scatter, or the replicated gradient
+    of its all-reduce), LoRA's r-wide outputs (not split here: counted whole)."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +231,28 @@ class Setup:
     kernels/chunked_logprob.py ChunkedLogProbFunction.forward saves `hidden` for its
     backward, which recomputes the logits from it)."""
     tp: int = 1
+    tp_plan: TensorParallelPlan = MEGATRON_TP
+    """How the stack's tensor parallelism splits the layer (`tp` above 1): which `TpSplit`
+    divides by `tp` (`tp_divisor`); the default is Megatron-LM's with sequence parallelism,
+    where everything the layers keep is split (Korthikanti et al. 2022 Table 2)."""
+
+    def tp_divisor(self, split: TpSplit) -> int:
+        """The ranks a tensor split as `split` is divided over (1: whole on every rank)."""
+        how = self.tp_plan
+        if split is TpSplit.shard:
+            return self.tp
+        if split is TpSplit.sequence and how.sequence_parallel:
+            return self.tp
+        if split is TpSplit.gathered and how.sequence_parallel and not how.saves_gathered_input:
+            return self.tp
+        return 1
+
+    @property
+    def logits_divisor(self) -> int:
+        """The ranks the logits and the loss's buffers are divided over: the vocab shards of a
+        vocab-parallel loss (Megatron, torchtitan's loss_parallel), 1 where the lm_head's
+        output is gathered (`TensorParallelPlan.logits_gathered`)."""
+        return 1 if self.tp_plan.logits_gathered else self.tp
 
     def dtype_bytes(self, dtype: Dtype) -> int:
         """Bytes per element of a saved tensor in `dtype` under this setup."""
@@ -233,6 +281,8 @@ class Saved:
     """Roles of the weights that need it only for their own gradient (linear inputs, the
     normalized tensor a norm weight multiplies): when all of them are frozen (LoRA/QLoRA
     base), autograd does not keep it."""
+    tp: TpSplit = TpSplit.sequence
+    """How tensor parallelism splits it (`Setup.tp_divisor`)."""
 
 
 def _w(*roles: Role) -> frozenset[Role]:
@@ -282,27 +332,49 @@ def _attention_core(arch: Architecture, setup: Setup) -> tuple[list[Saved], list
         # (DeepSeek-V2: q and k are a (nope + rope) wide per head, v a v_head_dim; the value
         # is a strided view of kv_b_proj's output, which the 3-D reshape copies too.)
         before = [
-            Saved("query", per_token=qw),
-            Saved("key, repeated to every query head", per_token=qw),
+            Saved("query", tp=TpSplit.shard, per_token=qw),
+            Saved("key, repeated to every query head", tp=TpSplit.shard, per_token=qw),
         ]
-        after = [Saved("value, repeated to every query head", per_token=arch.attention_out_width)]
+        after = [
+            Saved(
+                "value, repeated to every query head",
+                tp=TpSplit.shard,
+                per_token=arch.attention_out_width,
+            )
+        ]
     else:
-        before = [Saved("q, k, v (projection output, kept by their views)", per_token=qw + 2 * kvw)]
+        before = [
+            Saved(
+                "q, k, v (projection output, kept by their views)",
+                tp=TpSplit.shard,
+                per_token=qw + 2 * kvw,
+            )
+        ]
         after = []
     if arch.attn_softcap:  # Gemma 2: cap * tanh(scores / cap) keeps the tanh output
-        before.append(Saved("soft-capped scores (tanh output)", per_token_seq=a))
+        before.append(Saved("soft-capped scores (tanh output)", tp=TpSplit.shard, per_token_seq=a))
     fp32 = arch.eager_softmax_fp32
     before.append(
-        Saved("softmax output", per_token_seq=a, dtype=Dtype.fp32 if fp32 else Dtype.compute)
+        Saved(
+            "softmax output",
+            tp=TpSplit.shard,
+            per_token_seq=a,
+            dtype=Dtype.fp32 if fp32 else Dtype.compute,
+        )
     )
     if arch.attention_dropout:
         after += [
-            Saved("attention dropout mask", per_token_seq=a, dtype=Dtype.mask),
-            Saved("attention dropout output", per_token_seq=a),
+            Saved("attention dropout mask", tp=TpSplit.shard, per_token_seq=a, dtype=Dtype.mask),
+            Saved("attention dropout output", tp=TpSplit.shard, per_token_seq=a),
         ]
     elif fp32:
         after.append(
-            Saved("attention probabilities (cast)", per_token_seq=a, dtype=Dtype.cast_from_fp32)
+            Saved(
+                "attention probabilities (cast)",
+                tp=TpSplit.shard,
+                per_token_seq=a,
+                dtype=Dtype.cast_from_fp32,
+            )
         )
     return before, after
 
@@ -320,24 +392,34 @@ def _flash_core(arch: Architecture, setup: Setup) -> list[Saved]:
         # DeepSeek-V2: q (a torch.cat) and k (expand_kv's new_empty) are new tensors; v is a
         # view of kv_b_proj's output (each head's key part and value), which stays whole.
         qkv = [
-            Saved("query, key (new tensors)", per_token=qw + kvw),
-            Saved("kv_b_proj output (kept by the value view)", per_token=arch.kv_b_width),
+            Saved("query, key (new tensors)", tp=TpSplit.shard, per_token=qw + kvw),
+            Saved(
+                "kv_b_proj output (kept by the value view)",
+                tp=TpSplit.shard,
+                per_token=arch.kv_b_width,
+            ),
         ]
     elif fused_qkv and arch.rotary:
         # A fused qkv_proj (Phi-3, GPT-NeoX, lit-gpt's attn): rotary makes new q and k, but v
         # stays a view of the projection output, so the whole output stays alive with it.
-        qkv = [Saved("query, key (after rotary)", per_token=qw + kvw),
-               Saved("q, k, v (fused projection output, kept by the v view)",
+        qkv = [Saved("query, key (after rotary)", tp=TpSplit.shard, per_token=qw + kvw),
+               Saved("q, k, v (fused projection output, kept by the v view)", tp=TpSplit.shard,
                      per_token=qw + 2 * kvw)]  # fmt: skip
     elif setup.sdpa_repeats_kv:
         # repeat_kv's reshape makes the repeated key and value; the GQA-wide ones are freed
-        qkv = [Saved("query, key and value repeated to every query head", per_token=qw + qw + out)]
+        qkv = [
+            Saved(
+                "query, key and value repeated to every query head",
+                tp=TpSplit.shard,
+                per_token=qw + qw + out,
+            )
+        ]
     else:
-        qkv = [Saved("query, key, value", per_token=qw + kvw + arch.v_width)]
+        qkv = [Saved("query, key, value", tp=TpSplit.shard, per_token=qw + kvw + arch.v_width)]
     saved = [
         *qkv,
-        Saved("attention output (= o_proj input)", per_token=out),
-        Saved("attention log-sum-exp", per_token=a, dtype=Dtype.fp32),
+        Saved("attention output (= o_proj input)", tp=TpSplit.shard, per_token=out),
+        Saved("attention log-sum-exp", tp=TpSplit.shard, per_token=a, dtype=Dtype.fp32),
     ]
     if (arch.rotary_cat or setup.sdpa_output_copy) and arch.v_dim == arch.dim_head:
         # q contiguous in (b, a, s, d) (Architecture.rotary_cat): so is the flash kernel's
@@ -345,7 +427,14 @@ def _flash_core(arch: Architecture, setup: Setup) -> list[Saved]:
         # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
         # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
         # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
-        saved.append(Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w(Role.o)))
+        saved.append(
+            Saved(
+                "o_proj input (transposed copy)",
+                tp=TpSplit.shard,
+                per_token=out,
+                for_weights=_w(Role.o),
+            )
+        )
     return saved
 
 
@@ -353,12 +442,24 @@ def _mlp(arch: Architecture, setup: Setup) -> list[Saved]:
     h, f = arch.hidden_size, arch.intermediate_size
     if arch.mlp_kind == "plain":
         k = arch.activation_saves if setup.activation_saves is None else setup.activation_saves
-        saved = [Saved("MLP input (norm output)", per_token=h, for_weights=_w(Role.fc_in))]
+        saved = [
+            Saved(
+                "MLP input (norm output)",
+                tp=TpSplit.gathered,
+                per_token=h,
+                for_weights=_w(Role.fc_in),
+            )
+        ]
         if k:
-            saved.append(Saved("activation intermediates", per_token=k * f))
+            saved.append(Saved("activation intermediates", tp=TpSplit.shard, per_token=k * f))
         return [
             *saved,
-            Saved("activation output (fc_out input)", per_token=f, for_weights=_w(Role.fc_out)),
+            Saved(
+                "activation output (fc_out input)",
+                tp=TpSplit.shard,
+                per_token=f,
+                for_weights=_w(Role.fc_out),
+            ),
         ]
     if arch.moe_layer_count:
         return _moe_mlp(arch)
@@ -366,12 +467,15 @@ def _mlp(arch: Architecture, setup: Setup) -> list[Saved]:
     # output); the product keeps both factors; down keeps the product: h + 4f.
     return [
         Saved(
-            "MLP input (norm output)", per_token=h, for_weights=_w(Role.gate, Role.up, Role.gate_up)
+            "MLP input (norm output)",
+            tp=TpSplit.gathered,
+            per_token=h,
+            for_weights=_w(Role.gate, Role.up, Role.gate_up),
         ),
-        Saved("gate output (activation input)", per_token=f),
-        Saved("activation output", per_token=f),
-        Saved("up output", per_token=f),
-        Saved("down input", per_token=f, for_weights=_w(Role.down)),
+        Saved("gate output (activation input)", tp=TpSplit.shard, per_token=f),
+        Saved("activation output", tp=TpSplit.shard, per_token=f),
+        Saved("up output", tp=TpSplit.shard, per_token=f),
+        Saved("down input", tp=TpSplit.shard, per_token=f, for_weights=_w(Role.down)),
     ]
 
 
@@ -387,31 +491,44 @@ def _moe_mlp(arch: Architecture) -> list[Saved]:
     if arch.router_fp32:
         # DeepSeek-V2: the router's F.linear keeps an fp32 copy of its input; the norm output
         # itself is kept by the shared experts' gate and up projections
-        saved = [Saved("router input upcast to fp32", per_token=h, dtype=Dtype.fp32,
-                       for_weights=_w(Role.router))]  # fmt: skip
+        saved = [Saved("router input upcast to fp32", tp=TpSplit.gathered, per_token=h,
+                       dtype=Dtype.fp32, for_weights=_w(Role.router))]  # fmt: skip
         if fs:
             saved.append(
-                Saved("shared experts' input", per_token=h, for_weights=_w(Role.gate, Role.up))
+                Saved(
+                    "shared experts' input",
+                    tp=TpSplit.gathered,
+                    per_token=h,
+                    for_weights=_w(Role.gate, Role.up),
+                )
             )
     else:
-        saved = [Saved("router input", per_token=h, for_weights=_w(Role.router))]
+        saved = [
+            Saved("router input", tp=TpSplit.gathered, per_token=h, for_weights=_w(Role.router))
+        ]
     saved += [
-        Saved("router probabilities", per_token=e, dtype=Dtype.fp32),
+        Saved("router probabilities", tp=TpSplit.whole, per_token=e, dtype=Dtype.fp32),
         Saved(
             "expert inputs (gathered tokens)",
+            tp=TpSplit.gathered,
             per_token=k * h,
             for_weights=_w(Role.expert_gate, Role.expert_up),
         ),
-        Saved("expert gate outputs", per_token=k * fe),
-        Saved("expert activation outputs", per_token=k * fe),
-        Saved("expert up outputs", per_token=k * fe),
-        Saved("expert down inputs", per_token=k * fe, for_weights=_w(Role.expert_down)),
-        Saved("expert outputs (for routing weights)", per_token=k * h),
+        Saved("expert gate outputs", tp=TpSplit.shard, per_token=k * fe),
+        Saved("expert activation outputs", tp=TpSplit.shard, per_token=k * fe),
+        Saved("expert up outputs", tp=TpSplit.shard, per_token=k * fe),
+        Saved(
+            "expert down inputs",
+            tp=TpSplit.shard,
+            per_token=k * fe,
+            for_weights=_w(Role.expert_down),
+        ),
+        Saved("expert outputs (for routing weights)", tp=TpSplit.gathered, per_token=k * h),
     ]
     if fs:
-        saved.append(Saved("shared expert activations", per_token=4 * fs))
+        saved.append(Saved("shared expert activations", tp=TpSplit.shard, per_token=4 * fs))
         if arch.shared_expert_gate:  # Qwen2-MoE; DeepSeek-V2 adds its shared experts ungated
-            saved.append(Saved("shared expert gate input", per_token=h))
+            saved.append(Saved("shared expert gate input", tp=TpSplit.gathered, per_token=h))
     return saved
 
 
@@ -488,6 +605,16 @@ def _linear_attention_backward(arch: Architecture) -> list[Saved]:
     ]
 
 
+def _not_sequence_split(saved: list[Saved]) -> list[Saved]:
+    """A Gated DeltaNet's tensors as tensor parallelism keeps them: no stack's plan of its
+    projections and convolution is read here, so none is split beyond what a gathered input
+    would be (whole unless Megatron-style sequence parallelism re-gathers it)."""
+    return [
+        replace(item, tp=TpSplit.gathered) if item.tp is TpSplit.sequence else item
+        for item in saved
+    ]
+
+
 def layer_mix(arch: Architecture) -> tuple[tuple[bool, int], ...]:
     """The model's kinds of layer, (linear attention?, how many), those present: one kind
     but for a hybrid stack of Gated DeltaNet and attention layers."""
@@ -507,6 +634,7 @@ def _attention_parts(
     upto = [
         Saved(
             f"QKV input ({source})",
+            tp=TpSplit.gathered,
             per_token=h,
             for_weights=_w(Role.q, Role.k, Role.v, Role.qkv, Role.q_a, Role.kv_a),
         )
@@ -517,23 +645,38 @@ def _attention_parts(
     normalized = Dtype.fp32 if arch.norm_output_fp32 else Dtype.compute
     roles = setup.trainable_roles
     if arch.rotary and setup.rotary_per_layer:  # the tail's shared cos and sin, per layer
-        upto.append(Saved("rotary cos and sin (this layer's)", per_position=2 * arch.dim_head))
+        upto.append(
+            Saved(
+                "rotary cos and sin (this layer's)",
+                tp=TpSplit.whole,
+                per_position=2 * arch.dim_head,
+            )
+        )
     if setup.padded_qkv_update and roles is not None:
         widths = {Role.q: qw, Role.k: kvw, Role.v: arch.v_width}
         parts = roles | setup.fused_qkv_parts if Role.qkv in roles else roles
         adapted = [w for role, w in widths.items() if role in parts]
         if 0 < len(adapted) < len(widths):
-            upto.append(Saved("LoRA update before zero_pad (index_copy's source)",
+            upto.append(Saved("LoRA update before zero_pad (index_copy's source)", tp=TpSplit.shard,
                               per_token=sum(adapted)))  # fmt: skip
     if arch.qk_norm != "none":
         # per_head (Qwen3, Gemma 3): head_dim wide on every q and k head, one 1/rms per head;
         # full (OLMo 2): q_norm over q_proj's whole output, k_norm over k_proj's, one each
         rms = a + arch.kv_heads if arch.qk_norm == "per_head" else 2
         upto += [
-            Saved("q/k norm inputs upcast to fp32", per_token=qw + kvw, dtype=Dtype.fp32),
-            Saved("q/k norm 1/rms", per_token=rms, dtype=Dtype.fp32),
             Saved(
-                "q/k normalized", per_token=qw + kvw, dtype=normalized, for_weights=_w(Role.norm)
+                "q/k norm inputs upcast to fp32",
+                tp=TpSplit.shard,
+                per_token=qw + kvw,
+                dtype=Dtype.fp32,
+            ),
+            Saved("q/k norm 1/rms", tp=TpSplit.shard, per_token=rms, dtype=Dtype.fp32),
+            Saved(
+                "q/k normalized",
+                tp=TpSplit.shard,
+                per_token=qw + kvw,
+                dtype=normalized,
+                for_weights=_w(Role.norm),
             ),
         ]
     if arch.latent_attention:
@@ -545,12 +688,14 @@ def _attention_parts(
         ):
             if rank:
                 upto += [
-                    Saved(f"{part}_a_layernorm input upcast to fp32", per_token=rank,
+                    Saved(f"{part}_a_layernorm input upcast to fp32", tp=TpSplit.gathered,
+                          per_token=rank, dtype=Dtype.fp32),
+                    Saved(f"{part}_a_layernorm 1/rms", tp=TpSplit.gathered, per_token=1,
                           dtype=Dtype.fp32),
-                    Saved(f"{part}_a_layernorm 1/rms", per_token=1, dtype=Dtype.fp32),
-                    Saved(f"{part}_a_layernorm normalized", per_token=rank,
-                          for_weights=_w(Role.norm)),
-                    Saved(f"{part}_b_proj input", per_token=rank, for_weights=_w(nxt)),
+                    Saved(f"{part}_a_layernorm normalized", tp=TpSplit.gathered,
+                          per_token=rank, for_weights=_w(Role.norm)),
+                    Saved(f"{part}_b_proj input", tp=TpSplit.gathered, per_token=rank,
+                          for_weights=_w(nxt)),
                 ]  # fmt: skip
     core: list[Saved] = []
     after: list[Saved] = []
@@ -566,25 +711,38 @@ def _attention_parts(
             v = qw + 2 * kvw
         else:
             v = arch.v_width
-        upto.append(Saved("query, key, value (checkpoint inputs)", per_token=qw + kvw + v))
+        upto.append(
+            Saved("query, key, value (checkpoint inputs)", tp=TpSplit.shard, per_token=qw + kvw + v)
+        )
         after.append(
-            Saved("attention output (o_proj input)", per_token=out, for_weights=_w(Role.o))
+            Saved(
+                "attention output (o_proj input)",
+                tp=TpSplit.shard,
+                per_token=out,
+                for_weights=_w(Role.o),
+            )
         )
     else:
         before, behind = _attention_core(arch, setup)
         core = before + behind
         if setup.attention is Attention.eager:
             after.append(
-                Saved("o_proj input (transposed copy)", per_token=out, for_weights=_w(Role.o))
+                Saved(
+                    "o_proj input (transposed copy)",
+                    tp=TpSplit.shard,
+                    per_token=out,
+                    for_weights=_w(Role.o),
+                )
             )
     if arch.attention_output_gate:
         # Qwen3NextAttention: o_proj reads attn_output * sigmoid(gate); the product keeps the
         # attention output whatever o_proj needs, and the sigmoid's output
         after = [replace(item, for_weights=item.for_weights - {Role.o}) for item in after]
         after += [
-            Saved("output gate (sigmoid output)", per_token=arch.q_width),
+            Saved("output gate (sigmoid output)", tp=TpSplit.shard, per_token=arch.q_width),
             Saved(
                 "gated attention output (o_proj input)",
+                tp=TpSplit.shard,
                 per_token=arch.q_width,
                 for_weights=_w(Role.o),
             ),
@@ -622,7 +780,7 @@ def _layer_parts(
     core: list[Saved] = []
     after: list[Saved] = []
     if linear:
-        upto = _linear_attention(arch)
+        upto = _not_sequence_split(_linear_attention(arch))
     else:
         selective = checkpointing is Checkpointing.selective
         upto, core, after = _attention_parts(arch, setup, selective)
@@ -672,21 +830,27 @@ def _attention_backward(arch: Architecture, setup: Setup) -> list[Saved]:
     # the residual stream's gradient has the stream's dtype (fp32 under autocast with fp32
     # weights: measured, memtui measure --stack trainer)
     incoming = Saved(
-        "gradient of the attention output", per_token=arch.hidden_size, dtype=Dtype.residual
+        "gradient of the attention output",
+        tp=TpSplit.whole,
+        per_token=arch.hidden_size,
+        dtype=Dtype.residual,
     )
     if attention is Attention.eager:
         if not arch.eager_softmax_fp32:
             # GPT-2: the probabilities' gradient, dropout's and softmax's, in the activation dtype.
-            return [incoming, Saved("score gradients", per_token_seq=2 * a)]
+            return [incoming, Saved("score gradients", tp=TpSplit.shard, per_token_seq=2 * a)]
         # The bf16 cast's backward makes an fp32 gradient of the scores; softmax's backward
         # makes another (fp32 opmath, cast to bf16 after): two fp32 s x s per head.
-        return [incoming, Saved("fp32 score gradients", per_token_seq=2 * a, dtype=Dtype.fp32)]
+        return [
+            incoming,
+            Saved("fp32 score gradients", tp=TpSplit.shard, per_token_seq=2 * a, dtype=Dtype.fp32),
+        ]
     # Flash backward: dq, dk, dv and an fp32 dq accumulator (FlashAttention-2's dq_accum);
     # dk and dv of the repeated key and value are query-wide (Setup.sdpa_repeats_kv).
     kv = qw + arch.attention_out_width if setup.sdpa_repeats_kv else kvw + arch.v_width
     return [
-        Saved("dq, dk, dv", per_token=qw + kv),
-        Saved("fp32 dq accumulator", per_token=qw, dtype=Dtype.fp32),
+        Saved("dq, dk, dv", tp=TpSplit.shard, per_token=qw + kv),
+        Saved("fp32 dq accumulator", tp=TpSplit.shard, per_token=qw, dtype=Dtype.fp32),
     ]
 
 
@@ -698,8 +862,13 @@ def _mlp_backward(arch: Architecture) -> list[Saved]:
     return [
         # the incoming one is the residual stream's gradient, in the stream's dtype (fp32
         # under autocast with fp32 weights: measured, memtui measure --stack trainer)
-        Saved("gradient of the layer output", per_token=arch.hidden_size, dtype=Dtype.residual),
-        Saved("MLP gradients", per_token=2 * width),
+        Saved(
+            "gradient of the layer output",
+            tp=TpSplit.whole,
+            per_token=arch.hidden_size,
+            dtype=Dtype.residual,
+        ),
+        Saved("MLP gradients", tp=TpSplit.shard, per_token=2 * width),
     ]
 
 
@@ -752,7 +921,8 @@ def _layer_backward_peak(
         # weight, then adds it in place: a weight-sized temporary. It matters for the stacked
         # experts of an MoE layer (GBs); a dense layer's largest weight is small beside its
         # activations, and leaving it out keeps this term growing with b and s.
-        at_mlp += _weight_gradient_elements(arch) * setup.grad_bytes
+        # (the rank's shard of it: the experts' width is split, ExpertParallel aside)
+        at_mlp += ceil_div(_weight_gradient_elements(arch) * setup.grad_bytes, setup.tp)
 
     # At the attention core's backward, what the layer saved after the core is freed: what it
     # saved before the core, the core's tensors up to the softmax (rebuilt under selective
@@ -762,7 +932,10 @@ def _layer_backward_peak(
     if linear:
         # A Gated DeltaNet's backward: everything it saved, its gradient buffers
         at_mixer = (
-            checkpoint + size(layer.before_core) + adapters + size(_linear_attention_backward(arch))
+            checkpoint
+            + size(layer.before_core)
+            + adapters
+            + size(_not_sequence_split(_linear_attention_backward(arch)))
         )
         return max(at_mlp, at_mixer)
     up_to_softmax, _ = _attention_core(arch, setup)
@@ -783,31 +956,42 @@ def _tail(arch: Architecture, setup: Setup) -> tuple[tuple[Saved, ...], tuple[Sa
     input, labels)."""
     h = arch.hidden_size
     # The batch's token ids: held by the training loop (the embedding keeps them too).
-    kept = [Saved("token ids", per_token=1, dtype=Dtype.int64)]
+    kept = [Saved("token ids", tp=TpSplit.whole, per_token=1, dtype=Dtype.int64)]
     if setup.batch_labels:
-        kept.append(Saved("the batch's labels", per_token=1, dtype=Dtype.int64))
+        kept.append(Saved("the batch's labels", tp=TpSplit.whole, per_token=1, dtype=Dtype.int64))
     if arch.embedding_dropout:
         kept.append(Saved("embedding dropout mask", per_token=h, dtype=Dtype.mask))
     if setup.sdpa_causal_mask and setup.attention is Attention.flash:
-        kept.append(Saved("causal mask handed to SDPA", per_square=1, dtype=Dtype.residual))
+        kept.append(
+            Saved(
+                "causal mask handed to SDPA", tp=TpSplit.whole, per_square=1, dtype=Dtype.residual
+            )
+        )
     if arch.rotary and not setup.rotary_per_layer:
         # LlamaRotaryEmbedding: cos and sin of (1, s, head_dim) in the residual stream's
         # dtype, built once per forward from position ids of shape (1, s) and kept by every
         # layer's rotary (GPT-NeoX's partial rotary keeps no more: its rotary dims are at
         # most head_dim).
         kept.append(
-            Saved("rotary cos and sin", per_position=2 * arch.dim_head, dtype=Dtype.residual)
+            Saved(
+                "rotary cos and sin",
+                tp=TpSplit.whole,
+                per_position=2 * arch.dim_head,
+                dtype=Dtype.residual,
+            )
         )
     freed = _norm(arch, setup, "final norm", h) if arch.final_norm else []
     # a head that keeps its input itself needs it whatever trains (no weight named)
     head_weights = frozenset() if setup.head_keeps_input else _w(Role.lm_head)
     freed += [
-        Saved("lm_head input", per_token=h, for_weights=head_weights),
+        Saved("lm_head input", tp=TpSplit.gathered, per_token=h, for_weights=head_weights),
         # ForCausalLMLoss pads and shifts the labels: one int64 per token kept by nll_loss.
-        Saved("shifted labels", per_token=1, dtype=Dtype.int64),
+        Saved("shifted labels", tp=TpSplit.whole, per_token=1, dtype=Dtype.int64),
     ]
     if setup.head_keeps_input:
-        freed.append(Saved("the fused head's label mask", per_token=1, dtype=Dtype.mask))
+        freed.append(
+            Saved("the fused head's label mask", tp=TpSplit.whole, per_token=1, dtype=Dtype.mask)
+        )
     return tuple(kept), tuple(freed)
 
 
@@ -816,40 +1000,45 @@ _BASE_LINEAR_ROLES = frozenset({Role.norm, Role.lm_head, Role.embed})
 
 
 def _bytes(saved: Sequence[Saved], s: int, b: int, setup: Setup) -> int:
+    """What `saved` holds on one GPU, each tensor split over the tensor-parallel ranks as
+    its `TpSplit` says (`Setup.tp_divisor`)."""
+    return sum(
+        ceil_div(_item_bytes(item, s, b, setup), setup.tp_divisor(item.tp)) for item in saved
+    )
+
+
+def _item_bytes(item: Saved, s: int, b: int, setup: Setup) -> int:
+    """What one saved tensor holds before tensor parallelism splits it."""
     roles = setup.trainable_roles
     copies = setup.adapter_input_bytes or setup.adapter_dropout
-    total = 0
-    for item in saved:
-        elements = (
-            item.per_token * s * b
-            + item.per_position * s
-            + item.per_token_seq * s * s * b
-            + item.per_square * s * s
+    elements = (
+        item.per_token * s * b
+        + item.per_position * s
+        + item.per_token_seq * s * s * b
+        + item.per_square * s * s
+    )
+    width = setup.dtype_bytes(item.dtype)
+    if roles is not None and item.for_weights:
+        adapted = item.for_weights & roles
+        base_keeps = setup.frozen_linears_keep_inputs and bool(
+            item.for_weights - _BASE_LINEAR_ROLES
         )
-        width = setup.dtype_bytes(item.dtype)
-        if roles is not None and item.for_weights:
-            adapted = item.for_weights & roles
-            base_keeps = setup.frozen_linears_keep_inputs and bool(
-                item.for_weights - _BASE_LINEAR_ROLES
-            )
-            if base_keeps:
-                total += elements * width  # the base layer's own saved input
-            if not adapted:
-                continue  # only frozen weights would need it: autograd keeps nothing
-            if copies:
-                # each adapted linear keeps its own input: PEFT's cast to the adapter's dtype
-                # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
-                # its dropout (and the dropout's 1-byte mask)
-                per_module = setup.adapter_input_bytes or width
-                modules = 1 if setup.one_adapter_per_input else len(adapted)
-                total += modules * elements * (per_module + int(setup.adapter_dropout))
-                continue
-            if base_keeps:
-                continue  # the adapter shares the input the base layer kept
-        # every linear reading it keeps its own cast (Setup.input_casts), else one tensor
-        readers = len(item.for_weights & setup.input_casts) if roles is None else 0
-        total += max(1, readers) * elements * width
-    return total
+        # the base layer's own saved input
+        base = elements * width if base_keeps else 0
+        if not adapted:
+            return base  # only frozen weights would need it: autograd keeps nothing
+        if copies:
+            # each adapted linear keeps its own input: PEFT's cast to the adapter's dtype
+            # (tuners/lora/layer.py Linear.forward, _cast_input_dtype) or the output of
+            # its dropout (and the dropout's 1-byte mask)
+            per_module = setup.adapter_input_bytes or width
+            modules = 1 if setup.one_adapter_per_input else len(adapted)
+            return base + modules * elements * (per_module + int(setup.adapter_dropout))
+        if base_keeps:
+            return base  # the adapter shares the input the base layer kept
+    # every linear reading it keeps its own cast (Setup.input_casts), else one tensor
+    readers = len(item.for_weights & setup.input_casts) if roles is None else 0
+    return max(1, readers) * elements * width
 
 
 def _adapters(arch: Architecture, setup: Setup, linear: bool = False) -> int:
@@ -965,9 +1154,11 @@ def activation_bytes(
     buffers (`logits_bytes`): those are freed before the first layer's backward runs.
     With trainable roles (LoRA), only the adapted linears keep their inputs (or their own
     copies of them), each adapter keeps its r-wide A output, and the first norm, whose input
-    needs no gradient, keeps nothing. Tensor parallelism with sequence parallelism divides
-    everything by t (Korthikanti Table 2). `head`: the loss head's bytes where an objective
-    replaces the logits (TRL's fused LM head, a reward model's score head), which the last
+    needs no gradient, keeps nothing. Tensor parallelism splits each tensor as its `TpSplit`
+    and the stack's `TensorParallelPlan` say (`Setup.tp_divisor`): with Megatron's sequence
+    parallelism everything the layers keep is divided by t (Korthikanti Table 2); without it
+    only the head- and MLP-width-sharded tensors are. `head`: the loss head's bytes where an
+    objective replaces the logits (TRL's fused LM head, a reward model's score head), which the last
     layer's backward then hides behind instead.
     """
     at_loss, at_layer, at_projection = _moments(arch, setup, seq_len, micro_batch)
@@ -991,32 +1182,35 @@ def activation_bytes(
     # measured, 4.39.3 and 4.48.3, full fine-tuning)
     if forward_peak and (frozen_head or setup.residual_bytes > setup.compute_bytes):
         held = setup.residual_bytes * arch.hidden_size * seq_len * micro_batch
-        return ceil_div(at_loss + max(held, beyond - logits), setup.tp)
+        held = ceil_div(held, setup.tp_divisor(TpSplit.sequence))
+        return at_loss + max(held, beyond - logits)
     if head is not None and arch.final_norm and arch.norm_kind != "layernorm":
         # right after a small head's backward, every saved tensor alive but the head's
         # input: LlamaRMSNorm's backward through its fp32 upcast holds five h-wide fp32
         # gradients per token (measured: memtui measure --stack trainer --objective reward,
         # transformers 5.24)
         per_token = (5 * 4 - setup.compute_bytes) * arch.hidden_size
-        beyond = max(beyond, per_token * seq_len * micro_batch)
-    return ceil_div(at_loss + max(0, beyond - logits), setup.tp)
+        norm_backward = per_token * seq_len * micro_batch
+        beyond = max(beyond, ceil_div(norm_backward, setup.tp_divisor(TpSplit.sequence)))
+    return at_loss + max(0, beyond - logits)
 
 
 @memoised  # every breakdown of a stack with buffers of its own asks (buffers_beyond)
 def alive_at(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> MomentBytes:
     """What the activations and logits terms hold at each moment, per GPU."""
     s, b = seq_len, micro_batch
-    at_loss, at_layer, at_projection = (ceil_div(x, setup.tp) for x in _moments(arch, setup, s, b))
+    at_loss, at_layer, at_projection = _moments(arch, setup, s, b)
     # While the loss runs inside the model's forward, the model output still holds the last
     # hidden state; with an fp32 stream feeding bf16 matmuls that is the final norm's fp32
     # output, apart from lm_head's bf16 input (measured: memtui measure --stack trainer)
-    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp
+    held = setup.residual_bytes * arch.hidden_size * s * b // setup.tp_divisor(TpSplit.sequence)
     last_hidden = held if setup.residual_bytes > setup.compute_bytes else 0
     # the gradient of the logits, whole unless a fused linear cross-entropy made it chunk by
     # chunk inside the loss (Liger's LigerFusedLinearCrossEntropyFunction)
     logits_gradient = 0
     if setup.loss is not LossKind.fused:
-        logits_gradient = ceil_div(setup.compute_bytes * s * b * arch.vocab_size, setup.tp)
+        logits = setup.compute_bytes * s * b * arch.vocab_size
+        logits_gradient = ceil_div(logits, setup.logits_divisor)
     return MomentBytes(
         # every layer's kept tensors and the tail's, the loss's backward buffers
         loss_backward=at_loss + logits_bytes(arch, setup, s, b),
@@ -1074,7 +1268,8 @@ def _moments(
         # parameter-sized tensor each expert's F.linear keeps in the compute dtype (measured
         # with memtui measure on a tiny Qwen3-Next: the same bytes at 256, 512, 1024 tokens)
         experts = 3 * arch.num_experts * arch.expert_width * arch.hidden_size
-        layers_kept += arch.moe_layer_count * experts * setup.compute_bytes
+        # (a weight shard on each tensor-parallel rank)
+        layers_kept += ceil_div(arch.moe_layer_count * experts * setup.compute_bytes, setup.tp)
     if roles is not None and not full and arch.leading_norm and Role.embed not in roles:
         # The embedding is frozen: the first layer's first norm sees no gradient.
         layers_kept -= size(_norm(arch, setup, "first norm", arch.hidden_size))
@@ -1084,7 +1279,9 @@ def _moments(
     if setup.attention is Attention.eager and full and setup.eager_causal_mask:
         # The eager causal mask (b, 1, s, s), in the residual stream's dtype, is an input of
         # every checkpointed layer, so it lives until backward ends (measured).
-        tail += size([Saved("causal mask", per_token_seq=1, dtype=Dtype.residual)])
+        tail += size(
+            [Saved("causal mask", tp=TpSplit.whole, per_token_seq=1, dtype=Dtype.residual)]
+        )
     # freed by the loss's and lm_head's backward (final norm, lm_head input, labels)
     freed = size(tail_freed)
     if setup.head_adapter:
@@ -1131,7 +1328,7 @@ def base_linear_inputs(arch: Architecture, setup: Setup, seq_len: int, micro_bat
         saved = layer_saved(arch, setup, linear=linear)
         kept = [item for item in saved if item.for_weights - _BASE_LINEAR_ROLES]
         total += count * _bytes(kept, seq_len, micro_batch, base_only)
-    return ceil_div(total, setup.tp)
+    return total
 
 
 def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
@@ -1139,7 +1336,7 @@ def offloaded_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch:
     if not (setup.offload_layer_inputs and setup.checkpointing is Checkpointing.full):
         return 0
     kept = _bytes(layer_saved(arch, setup), seq_len, micro_batch, setup)
-    return ceil_div(arch.num_layers * kept, setup.tp)
+    return arch.num_layers * kept
 
 
 # The loss's buffers per logit at their peak (the start of backward): cross_entropy's
@@ -1170,7 +1367,8 @@ def forward_logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_b
     loss's backward. The chunked and fused losses: `logits_bytes` (no smaller moment known)."""
     if setup.loss is not LossKind.full:
         return logits_bytes(arch, setup, seq_len, micro_batch)
-    return ceil_div(_forward_per_logit(setup) * seq_len * micro_batch * arch.vocab_size, setup.tp)
+    logits = seq_len * micro_batch * arch.vocab_size
+    return ceil_div(_forward_per_logit(setup) * logits, setup.logits_divisor)
 
 
 def _forward_per_logit(setup: Setup) -> int:
@@ -1189,7 +1387,7 @@ def _forward_per_logit(setup: Setup) -> int:
 def kept_output_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
     """Bytes of the output logits the training loop holds (`Setup.kept_logits_bytes`)."""
     logits = seq_len * micro_batch * arch.vocab_size
-    return ceil_div(setup.kept_logits_bytes * logits, setup.tp)
+    return ceil_div(setup.kept_logits_bytes * logits, setup.logits_divisor)
 
 
 def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: int) -> int:
@@ -1212,4 +1410,4 @@ def logits_bytes(arch: Architecture, setup: Setup, seq_len: int, micro_batch: in
         total += setup.kept_logits_bytes * logits
     if arch.logit_softcap:  # the final soft-cap's tanh output, in the compute dtype
         total += setup.compute_bytes * logits
-    return ceil_div(total, setup.tp)
+    return ceil_div(total, setup.logits_divisor)

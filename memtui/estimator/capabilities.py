@@ -77,7 +77,24 @@ class TensorParallelPlan:
     reduce-scatters); False: replicated (all-reduces)."""
     logits_gathered: bool = False
     """The lm_head's vocab shards are all-gathered for a loss on the whole vocabulary on every
-    rank; False: a vocab-parallel loss on the local shard (Megatron, torch loss_parallel)."""
+    rank; False: a vocab-parallel loss on the local shard (Megatron, torch loss_parallel).
+    The logits and the loss's buffers are then whole on every rank
+    (`memtui.estimator.activations.logits_bytes`)."""
+    saves_gathered_input: bool = True
+    """Under sequence parallelism, a column-parallel linear keeps for backward the input it
+    all-gathered (whole on every rank): torch 2.4-2.13 distributed/tensor/parallel/style.py
+    ColwiseParallel._prepare_input_fn / PrepareModuleInput redistribute the Shard(1) input to
+    Replicate before F.linear, whose autograd saves that replicated tensor (torchtitan,
+    torchtune); False: it keeps its sequence shard and all-gathers it again in backward
+    (Megatron-LM core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication,
+    `sequence_parallel`: save_for_backward(input) before the gather; Korthikanti et al. 2022
+    sec. 4.2.2). Without sequence parallelism the input is whole either way
+    (`memtui.estimator.activations.TpSplit`)."""
+
+
+MEGATRON_TP = TensorParallelPlan(saves_gathered_input=False)
+"""Megatron-LM's tensor parallelism with sequence parallelism (Shoeybi et al. 2019 sec. 3,
+Korthikanti et al. 2022 sec. 4.2): every tensor a layer keeps is split."""
 
 
 @dataclass(frozen=True)
@@ -106,9 +123,10 @@ class StackCapabilities:
     tensor_parallel: tuple[Strategy, ...] = tuple(Strategy)
     """The strategies it runs with a tensor-parallel degree above 1 (empty: no tensor
     parallelism)."""
-    tensor_parallel_plan: TensorParallelPlan = TensorParallelPlan()
+    tensor_parallel_plan: TensorParallelPlan = MEGATRON_TP
     """How its tensor parallelism splits a layer (default: Megatron-LM's, Shoeybi et al. 2019
-    sec. 3 with Korthikanti et al. 2022's sequence parallelism)."""
+    sec. 3 with Korthikanti et al. 2022's sequence parallelism, its gathered inputs
+    re-gathered in backward)."""
     loads_on_every_rank: bool = True
     """Every process reads the whole checkpoint into CPU RAM before the model is placed or
     sharded (False: once per node, then scattered); memtui/estimator/phases.py."""

@@ -97,12 +97,17 @@ _STYLES = {
 
 def tensor_parallel_plan(plan: Plan) -> TensorParallelPlan:
     """How `plan`'s tensor parallelism splits a layer: its `tp_style`, else its stack's own;
-    whether the logits are gathered is always the stack's (its lm_head and loss)."""
+    whether the logits are gathered and whether a gathered input is kept are always the
+    stack's (its lm_head and loss; its linears' code)."""
     own = CAPABILITIES[plan.stack].tensor_parallel_plan
     style = _STYLES.get(plan.tp_style)
     if style is None:
         return own
-    return replace(style, logits_gathered=own.logits_gathered)
+    return replace(
+        style,
+        logits_gathered=own.logits_gathered,
+        saves_gathered_input=own.saves_gathered_input,
+    )
 
 
 def tensor_parallel_passes(arch: Architecture, how: TensorParallelPlan) -> tuple[float, float]:

@@ -426,8 +426,13 @@ class Plan(Frozen):
             label="TP style",
         ),
     ] = TensorParallelStyle.auto
-    """How tensor parallelism splits a layer (step time only: the memory budget books
-    sequence-parallel activations whatever the style)."""
+    """How tensor parallelism splits a layer: its collectives, and which saved activations
+    are split over the ranks (`memtui.estimator.activations.TpSplit`): without sequence
+    parallelism (replicated) the residual stream, the norms and the column-parallel linears'
+    inputs stay whole on every rank; with it they are sharded along the sequence, except the
+    gathered linear inputs of a stack built on torch's ColwiseParallel, which keeps them
+    (`TensorParallelPlan.saves_gathered_input`). The logits follow the stack's lm_head
+    (`TensorParallelPlan.logits_gathered`)."""
     overhead: OverheadSettings = OverheadSettings()
     stack: Annotated[
         StackName,

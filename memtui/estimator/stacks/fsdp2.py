@@ -45,7 +45,7 @@ from collections.abc import Mapping
 
 from memtui.estimator.activations import MomentBytes, Setup, buffers_beyond
 from memtui.estimator.capabilities import fsdp_shard_bytes
-from memtui.estimator.choices import Method, Precision, StackName, Strategy
+from memtui.estimator.choices import Method, Precision, ReduceDtype, StackName, Strategy
 from memtui.estimator.optimizers import optimizer_spec
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.base import BookStack, Breakdown
@@ -129,7 +129,12 @@ def accelerate_buffers(
         return 0, 0, "one GPU: nothing to gather"
     arch = plan.model.architecture
     c = plan.precision.activation_bytes  # param_dtype: bf16 under accelerate's policy
-    r = c  # accelerate: reduce_dtype = param_dtype
+    # the reduce-scatter input's dtype: accelerate sets reduce_dtype = param_dtype; an fp32
+    # MixedPrecisionPolicy.reduce_dtype (`--reduce-dtype fp32`, torchtitan's default) makes
+    # foreach_reduce allocate it in fp32 at the unsharded gradients' size (torch 2.4-2.13
+    # distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
+    # reduce_scatter_input = torch.empty(..., dtype=reduce_dtype))
+    r = 4 if plan.reduce_dtype is ReduceDtype.fp32 else c
     layer, outside = unit_parameters(plan)
     scale = plan.model.parameters / arch.parameter_count / plan.tp
     embeddings = 0 if arch.tie_embeddings else arch.vocab_size * arch.hidden_size * scale
@@ -163,8 +168,10 @@ def accelerate_buffers(
         ),
     )
     persistent = 0
-    if plan.grad_accum > 1:  # no_sync: every unsharded gradient, param dtype
-        persistent = round(c * state.trainable / plan.tp)
+    if plan.grad_accum > 1:
+        # no_sync: every unsharded gradient, accumulated in the reduce dtype where it differs
+        # from the param dtype (_fsdp_param.py FSDPParam.to_accumulated_grad_if_needed)
+        persistent = round(r * state.trainable / plan.tp)
     parts = [f"{what} {resident / 1e9:.2f} GB; at the {worst}: {backward / 1e9:.2f} GB"]
     if persistent:
         parts.append(f"unsharded gradients between micro-batches {persistent / 1e9:.2f} GB")

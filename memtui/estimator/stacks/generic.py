@@ -11,6 +11,7 @@ from dataclasses import replace
 from memtui.estimator.activations import Setup
 from memtui.estimator.architecture import Architecture, ExpertAdapters, Role
 from memtui.estimator.choices import LossKind, Method, StackName, Strategy
+from memtui.estimator.communication import tensor_parallel_plan
 from memtui.estimator.memo import memoised
 from memtui.estimator.plan import Plan
 from memtui.estimator.stacks.autocast import autocast_weight_copies
@@ -75,6 +76,7 @@ def activation_setup(plan: Plan) -> Setup:
         grad_bytes=precision.weight_bytes,
         loss=plan.loss,
         tp=plan.tp,
+        tp_plan=tensor_parallel_plan(plan),
     )
 
 
