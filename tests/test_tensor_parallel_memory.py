@@ -1,4 +1,4 @@
-"""Activation memory under tensor parallelism follows each stack's TP plan (issue 19).
+"""Activation memory under tensor parallelism follows each stack's TP plan (never optimistic).
 
 Llama-2-7B (h = 4096, f = 11008, 32 heads, 32 layers, V = 32000), s = 4096, b = 1, bf16,
 flash attention, no checkpointing. One layer keeps per token (memtui.estimator.activations):

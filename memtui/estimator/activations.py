@@ -289,6 +289,12 @@ def _w(*roles: Role) -> frozenset[Role]:
     return frozenset(roles)
 
 
+def _o_proj_input(what: str, width: int) -> Saved:
+    """o_proj's input, kept for its weight: head-sharded under tensor parallelism (o_proj is
+    row-parallel)."""
+    return Saved(what, tp=TpSplit.shard, per_token=width, for_weights=_w(Role.o))
+
+
 def _norm(arch: Architecture, setup: Setup, what: str, width: int, count: int = 1) -> list[Saved]:
     """What one norm keeps (count of them, each of `width`), reading the residual stream."""
     if arch.norm_kind == "layernorm":
@@ -427,14 +433,7 @@ def _flash_core(arch: Architecture, setup: Setup) -> list[Saved]:
         # weight. Unequal q/k and v head widths (DeepSeek-V2's 192 and 128) rule the flash
         # kernel out (sdp_utils check_head_dim_size_flash); CUDA's memory-efficient kernel
         # allocates its output (b, s, a, d) whatever q's layout, so o_proj reads it as it is.
-        saved.append(
-            Saved(
-                "o_proj input (transposed copy)",
-                tp=TpSplit.shard,
-                per_token=out,
-                for_weights=_w(Role.o),
-            )
-        )
+        saved.append(_o_proj_input("o_proj input (transposed copy)", out))
     return saved
 
 
@@ -714,26 +713,12 @@ def _attention_parts(
         upto.append(
             Saved("query, key, value (checkpoint inputs)", tp=TpSplit.shard, per_token=qw + kvw + v)
         )
-        after.append(
-            Saved(
-                "attention output (o_proj input)",
-                tp=TpSplit.shard,
-                per_token=out,
-                for_weights=_w(Role.o),
-            )
-        )
+        after.append(_o_proj_input("attention output (o_proj input)", out))
     else:
         before, behind = _attention_core(arch, setup)
         core = before + behind
         if setup.attention is Attention.eager:
-            after.append(
-                Saved(
-                    "o_proj input (transposed copy)",
-                    tp=TpSplit.shard,
-                    per_token=out,
-                    for_weights=_w(Role.o),
-                )
-            )
+            after.append(_o_proj_input("o_proj input (transposed copy)", out))
     if arch.attention_output_gate:
         # Qwen3NextAttention: o_proj reads attn_output * sigmoid(gate); the product keeps the
         # attention output whatever o_proj needs, and the sigmoid's output
