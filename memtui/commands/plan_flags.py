@@ -368,7 +368,8 @@ def _count_gpus(imported: Imported, default: int) -> None:
         return
     from memtui.telemetry.nvml import local_gpu_count
 
-    count = local_gpu_count()
+    shown = imported.derived.visible_devices  # the launch line's CUDA_VISIBLE_DEVICES wins
+    count = local_gpu_count(None if shown is None else {"CUDA_VISIBLE_DEVICES": shown})
     if count is not None:
         imported.derived.set("hardware.gpus_per_node", count, f"{reason}: NVML, this node")
         return

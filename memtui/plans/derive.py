@@ -43,6 +43,9 @@ class Derived:
     gpus_unknown: str | None = None
     """Why the files give no GPU count per node (None: they give it); the command layer
     counts the node's GPUs, or says the count it assumed."""
+    visible_devices: str | None = None
+    """CUDA_VISIBLE_DEVICES of the launch that runs one process per visible GPU (None: the
+    launch sets none; the command layer then reads memtui's own environment)."""
     ignored: list[str] = field(default_factory=list)
     """The files' settings memtui does not size (`Facts.ignored`)."""
 
@@ -96,6 +99,8 @@ def derive(facts: Facts, base: Plan, given: set[str]) -> Derived:
     if "gpus_per_node" not in out.changes.get("hardware", {}):
         said = values.get("gpus_default")
         out.gpus_unknown = said.value if said else "no file gives the GPU count"
+        shown = values.get("visible_devices")
+        out.visible_devices = shown.value if shown else None
     if stack is StackName.deepspeed and "trainer" not in values:
         _unresolved_autos(values, base, out)
     return out

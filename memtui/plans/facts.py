@@ -31,6 +31,7 @@ JOB_FACTS = {
     "amp": "mixed precision the Trainer or the engine turns on: bf16, fp16, fp8 or no",
     "launcher_amp": "accelerate's mixed_precision: the Trainer's own bf16 / fp16 win over it",
     "gpus_default": "why the launch runs one process per GPU of the node (no count given)",
+    "visible_devices": "CUDA_VISIBLE_DEVICES the launch line or its script gives the job",
     "load_dtype": "the dtype the model is loaded in: bf16, fp16, fp32 or auto",
     "trainer": "Transformers' Trainer runs the loop",
     "world_size": "processes in all, when the split into nodes is not known",

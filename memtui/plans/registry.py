@@ -180,6 +180,8 @@ class _Reader:
             facts.state(key, value, where)
         if launch.every_gpu:
             facts.state("gpus_default", launch.every_gpu, launch.launcher)
+            if "CUDA_VISIBLE_DEVICES" in env:  # the line's own prefix or the script's export
+                facts.state("visible_devices", env["CUDA_VISIBLE_DEVICES"], label)
         if launch.script and launch.script.endswith("_distributed"):
             from memtui.estimator.choices import Strategy
 
