@@ -18,6 +18,7 @@ from textual.reactive import reactive
 
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
+from memtui.ui.widgets.word_fit import WordFit
 
 if TYPE_CHECKING:  # the report's models: loaded with the first estimate, after the first frame
     from memtui.estimator import Lever
@@ -29,9 +30,9 @@ SIDE_BY_SIDE_FROM = 100
 def _name_and_saving(name: str, saving: str) -> Table:
     """A lever's name at the left and its saving at the right of one line."""
     line = Table.grid(expand=True)
-    line.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    line.add_column(ratio=1, no_wrap=True)
     line.add_column(justify="right", no_wrap=True, min_width=10)
-    line.add_row(name, saving)
+    line.add_row(WordFit(Text(name)), saving)  # cut after a whole word, never inside one
     return line
 
 
@@ -74,7 +75,7 @@ class LeverList(ViewWidget):
             # at words with the whole width (a third column would leave it a dozen cells)
             table.add_column(_name_and_saving("Lever (largest saving first)", saves))
         else:
-            table.add_column("Lever (largest saving first)", no_wrap=True, overflow="ellipsis")
+            table.add_column("Lever (largest saving first)", no_wrap=True)
             table.add_column(saves, justify="right", no_wrap=True)
             # the cost wraps at words; only a word longer than the column folds
             table.add_column("Cost", ratio=1, overflow="fold")
@@ -92,7 +93,7 @@ class LeverList(ViewWidget):
                 table.add_row(Padding(Text(cost, overflow="fold"), (0, 0, 0, 2)),
                               style=style)  # fmt: skip
             else:
-                table.add_row(lever.name, saving, cost, style=style)
+                table.add_row(WordFit(Text(lever.name)), saving, cost, style=style)
         # a wrapped cost makes a row taller: the lines Rich lays the table out in at the width
         # it is drawn at (a dozen rows, cheap); before the first layout, one a row
         lines = table.row_count + 1

@@ -29,6 +29,7 @@ from memtui.ui.trends import (
 )
 from memtui.ui.units import num, size
 from memtui.ui.widgets.view_widget import ViewWidget
+from memtui.ui.widgets.word_fit import cut_text
 
 #: A projected fill sooner than this many seconds is drawn as a warning.
 SOON_S = 300.0
@@ -116,7 +117,11 @@ class OomLine(ViewWidget):
         self.redraw()
 
     def _fitting(self) -> str:
-        """The longest variant that fits the line (the shortest when none does)."""
+        """The longest variant that fits the line; when none does, the shortest cut after a
+        whole word with "…" (`cut_text`), never mid-word by the ellipsis overflow."""
         variants = self.view.variants if self.view is not None else ()
         room = self.content_size.width or 10**6  # before the first layout: the longest
-        return next((v for v in variants if cell_len(v) <= room), variants[-1] if variants else "")
+        fits = next((v for v in variants if cell_len(v) <= room), None)
+        if fits is not None:
+            return fits
+        return cut_text(variants[-1], room) if variants else ""

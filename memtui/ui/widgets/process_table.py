@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar, NamedTuple
 
-from rich.cells import cell_len, chop_cells, set_cell_size
+from rich.cells import cell_len, chop_cells
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -32,6 +32,7 @@ from memtui.text import shown
 from memtui.ui.process_names import program_of
 from memtui.ui.units import num
 from memtui.ui.widgets.view_widget import ViewWidget
+from memtui.ui.widgets.word_fit import cut_text
 
 #: Most process rows shown across hosts (the largest first); a note says how many are left.
 MAX_ROWS = 100
@@ -204,10 +205,11 @@ def _wrapped(note: str, width: int) -> list[str]:
 
 
 def _fit(cell: str, width: int, right: bool) -> str:
-    """`cell` exactly `width` cells wide: padded, or cut with an ellipsis."""
+    """`cell` exactly `width` cells wide: padded, or cut after its last whole word that fits
+    with an ellipsis (word_fit.cut_text)."""
+    if cell_len(cell) > width:
+        cell = cut_text(cell, width) if width > 0 else ""
     size = cell_len(cell)
-    if size > width:
-        return set_cell_size(cell, width - 1) + "…" if width > 1 else "…"[:width]
     return " " * (width - size) + cell if right else cell + " " * (width - size)
 
 

@@ -24,6 +24,7 @@ from memtui.estimator import Plan
 from memtui.text import shown
 from memtui.ui.messages import PickModel, StepSetting
 from memtui.ui.plan_edits import SETTINGS, position
+from memtui.ui.widgets.word_fit import cut_text
 
 _SUMMARY = ("method", "precision", "optimizer", "strategy", "micro_batch", "seq_len",
             "attention", "checkpointing")  # fmt: skip
@@ -33,7 +34,7 @@ _SUMMARY_LABELS = {"micro_batch": "mb", "seq_len": "seq"}
 def fitted(value: str, width: int) -> str:
     """`value` in `width` cells without cutting a word where it can: a path or a repo id
     keeps its last part ("…/Llama-2-7b-hf (6.74B)"); only a single word longer than the
-    width is cut, with an ellipsis, by the caller's truncation."""
+    width is cut, by the caller's `cut_text`."""
     if len(value) <= width or "/" not in value:
         return value
     head, _, tail = value.rpartition("/")
@@ -144,7 +145,8 @@ class SettingsPanel(Widget, can_focus=True):
         for i, setting in visible:
             mine = i == self.cursor
             line = Text(("▶ " if mine else "  ") + setting.label.ljust(label_width), label_style)
-            line.append(fitted(show(setting.key), width - line.cell_len))
+            room = width - line.cell_len
+            line.append(cut_text(fitted(show(setting.key), room), room))  # whole words only
             if mine:
                 line.stylize(cursor_style)
             line.truncate(width, overflow="ellipsis")

@@ -56,3 +56,9 @@ class WordFit:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(1, min(self.text.cell_len, options.max_width))
+
+
+def cut_text(text: str, width: int) -> str:
+    """`text` whole when it fits `width` cells, else its whole words that fit and `MORE`
+    (the one cut shared by one-line widgets instead of slicing or `overflow="ellipsis"`)."""
+    return fit_lines(Console(width=max(width, 1)), Text(text), width, 1)[0].plain
