@@ -1113,6 +1113,25 @@ class Outcome:
 def predict(run: Run) -> Outcome:
     """memtui's figure for the run's plan that matches what the run measured."""
     plan = plan_from_args(build_parser().parse_args(["estimate", *run.flags.split()]))
+    return _outcome(run, plan)
+
+
+def predict_default(run: Run) -> Outcome:
+    """memtui's figure for the run's plan with its `--stack` dropped: the plan a new user
+    gets, built as `memtui estimate` does with no --stack (commands/estimate.py `run`:
+    plan_from_args, then default_stack.choose)."""
+    from memtui.commands.default_stack import choose
+
+    words = run.flags.split()
+    if "--stack" in words:
+        at = words.index("--stack")
+        words = words[:at] + words[at + 2 :]
+    args = build_parser().parse_args(["estimate", *words])
+    return _outcome(run, choose(args, plan_from_args(args), None).plan)
+
+
+def _outcome(run: Run, plan: Plan) -> Outcome:
+    """The figure of `plan`'s budget that matches what the run measured."""
     budget = estimate(plan).budget
     if run.kind == "allocated":
         figure, basis = budget.allocated, "allocated"
@@ -1160,11 +1179,25 @@ def report() -> tuple[str, list[Outcome]]:
         )
     lines.append("")
     lines += _summary(outcomes)
+    lines += ["", "Named stack against no --stack (the default rule's choice):", ""]
+    lines += _default_lines(outcomes, [predict_default(o.run) for o in outcomes])
     cannot = [r for r in RUNS if r.cannot]
     if cannot:
         lines += ["", "Listed, not compared (memtui cannot express what they ran):", ""]
         lines += [f"- {r.id} ({r.measured / GB:.2f} GB {r.kind}): {r.cannot}" for r in cannot]
     return "\n".join(lines), outcomes
+
+
+def _default_lines(named: list[Outcome], default: list[Outcome]) -> list[str]:
+    """Median |error| and the runs under by more than 10%, named stack and default."""
+    rows = ["| prediction | n | median abs error | most under | under by >10% |"]
+    rows.append("|---|---:|---:|---:|---:|")
+    for label, group in (("named --stack", named), ("no --stack", default)):
+        errors = [o.error for o in group]
+        under = sum(1 for e in errors if e < -0.10)
+        median = statistics.median(abs(e) for e in errors)
+        rows.append(f"| {label} | {len(group)} | {median:.1%} | {min(errors):+.1%} | {under} |")
+    return rows
 
 
 def _summary(outcomes: list[Outcome]) -> list[str]:

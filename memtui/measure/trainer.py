@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -272,7 +273,7 @@ def run_trainer(
     from transformers import Trainer
 
     samples = plan.micro_batch * accumulation * STEPS
-    with tempfile.TemporaryDirectory() as out:
+    with _environment_restored(), tempfile.TemporaryDirectory() as out:
         args = training_arguments(plan, out, bf16, accumulation, config_class, **extra_args)
         cls = measured_trainer(base or Trainer, probe, measured_call=accumulation * STEPS)
         trainer = cls(
@@ -306,6 +307,27 @@ def measure_trainer(config: dict[str, Any], plan: Plan) -> Measurement:
         probe = StepProbe(vocab, plan.micro_batch, plan.seq_len, autocast_copies=autocast)
         run_trainer(model, plan, vocab, probe, bf16=autocast)
     return probe.measurement()
+
+
+@contextlib.contextmanager
+def _environment_restored() -> Iterator[None]:
+    """os.environ as it was before the block, whatever the block wrote: TrainingArguments
+    and accelerate write process-wide variables that later rows would inherit. transformers
+    4.48 training_args.py TrainingArguments.__post_init__ sets
+    `os.environ["ACCELERATE_MIXED_PRECISION"]` from bf16/fp16 (so an fp32 row run after a
+    bf16 one got accelerate's autocast), and ACCELERATE_USE_FSDP / ACCELERATE_USE_DEEPSPEED /
+    ACCELERATE_DYNAMO_* with FSDP, DeepSpeed or torch_compile; accelerate state.py
+    PartialState writes RANK, WORLD_SIZE, LOCAL_RANK, MASTER_PORT and the like. The whole
+    mapping is restored, so a variable a release adds is covered too."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        for key, value in saved.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
 
 
 @contextlib.contextmanager
