@@ -3,8 +3,9 @@
 The rule, first that applies: the job's files name the stack (`--from`: the plan's own import
 decides it); with `--installed-versions` (memtui runs where the job runs), the stacks whose
 framework is installed here; otherwise every stack that runs a framework. Of those, the one
-that can run the plan as it is (its strategy, precision, loss and offload, memtui's defaults
-included: nothing is adapted) and needs the most memory per GPU: so an estimate without
+that can run the plan as it is (its strategy, precision and offload, memtui's defaults
+included, are not adapted; the loss is the stack's own unless a flag names one, `OWN`) and
+needs the most memory per GPU: so an estimate without
 `--stack` is never the optimistic one. The generic stack (memtui's textbook step, the
 reference analyses) is chosen only by name, or when no framework's stack can run the plan.
 """
@@ -33,6 +34,11 @@ FRAMEWORKS: dict[StackName, tuple[str, ...]] = {
 }
 """The distributions each framework stack needs installed (by their metadata names)."""
 
+OWN = ("loss",)
+"""Fields a stack decides itself when the user gave none: LitGPT computes the logits in chunks
+of 128 tokens and runs no other loss (litgpt/utils.py `chunked_cross_entropy`), so a rule that
+asked it to run memtui's default full loss would drop the stack whose loss costs the most."""
+
 
 @dataclass(frozen=True)
 class Chosen:
@@ -55,6 +61,14 @@ def named(args: argparse.Namespace, imported: Imported | None) -> bool:
     return args.stack is not None or imported is not None or bool(getattr(args, "plan", None))
 
 
+def _own(args: argparse.Namespace, plan: Plan, stack: StackName) -> dict[str, object]:
+    """The stack's own choice of the `OWN` fields no flag gave (`StackCapabilities.suited`)."""
+    from memtui.estimator.capabilities import CAPABILITIES
+
+    suited = CAPABILITIES[stack].suited(plan.model_copy(update={"stack": stack}))
+    return {k: v for k, v in suited.items() if k in OWN and getattr(args, k, None) is None}
+
+
 def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> Chosen:
     """`plan` as is when its stack was named (`named`), else `plan` under the stack the
     rule chooses."""
@@ -70,7 +84,7 @@ def choose(args: argparse.Namespace, plan: Plan, imported: Imported | None) -> C
     runs: list[tuple[int, StackName, Plan]] = []
     for stack in stacks:
         try:
-            candidate = plan.evolve(stack=stack)
+            candidate = plan.evolve(stack=stack, **_own(args, plan, stack))
         except ValueError:  # PlanError, or pydantic's ValidationError: it cannot run it
             continue
         runs.append((per_gpu_total(candidate), stack, candidate))
