@@ -6,9 +6,9 @@ memtui's default loss is one it does not run."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from benchmark_modules import load_benchmark
 
 from memtui.cli import build_parser
 from memtui.commands.default_stack import choose
@@ -16,12 +16,7 @@ from memtui.commands.plan_flags import plan_from_args
 from memtui.estimator.choices import StackName
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # published.py imports its doc_table helper
-_SPEC = importlib.util.spec_from_file_location("published", ROOT / "benchmarks" / "published.py")
-assert _SPEC is not None and _SPEC.loader is not None
-published = importlib.util.module_from_spec(_SPEC)
-sys.modules["published"] = published  # its dataclasses look their module up
-_SPEC.loader.exec_module(published)
+published = load_benchmark("published")
 
 
 def test_the_default_is_under_no_more_often_than_the_named_stack() -> None:

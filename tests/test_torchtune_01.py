@@ -3,9 +3,9 @@ and what it keeps without checkpointing (benchmarks/published.py's tt-readme-240
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from benchmark_modules import load_benchmark
 
 from memtui.commands.plan_flags import plan_and_import
 from memtui.estimator import estimate
@@ -16,12 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FSDP_LORA = "tt-readme-2404-llama2-7b-lora-2x4090-fsdp"
 
 
-sys.path.insert(0, str(ROOT / "benchmarks"))  # published.py imports its doc_table helper
-_SPEC = importlib.util.spec_from_file_location("published", ROOT / "benchmarks" / "published.py")
-assert _SPEC is not None and _SPEC.loader is not None
-published = importlib.util.module_from_spec(_SPEC)
-sys.modules["published"] = published  # its dataclasses look their module up
-_SPEC.loader.exec_module(published)
+published = load_benchmark("published")
 
 
 def plan_of(flags: str) -> Plan:
